@@ -1,0 +1,72 @@
+"""llmworker: tool execution for LLM agents.
+
+Tools are registered through a ``Worker[Mutable]``, fixed by ``lock()``, and called in
+batches through pre- and post-call hooks; a ``ToolServerHandle`` reaches the same tools from
+anywhere in the application.
+"""
+
+from ._batch import BatchOutcome, Completed, Paused
+from ._errors import (
+    ToolBatchAborted,
+    ToolError,
+    ToolRegistryError,
+    ToolServerError,
+    WorkerError,
+    WorkerStateError,
+)
+from ._hooks import (
+    Abort,
+    Continue,
+    Pause,
+    PostToolCallContext,
+    PostToolCallHook,
+    PostToolCallOutcome,
+    PreToolCallHook,
+    PreToolCallOutcome,
+    Skip,
+    ToolCall,
+    ToolCallContext,
+    ToolResult,
+)
+from ._json import JsonObject, JsonValue, canonical_json
+from ._tool import Tool, ToolDefinition, ToolFactory
+from ._tool_meta import ToolMeta
+from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
+from ._worker import Locked, Mutable, Worker
+
+__all__ = [
+    "Abort",
+    "BatchOutcome",
+    "Completed",
+    "Continue",
+    "DefinitionsSnapshot",
+    "JsonObject",
+    "JsonValue",
+    "Locked",
+    "Mutable",
+    "Pause",
+    "Paused",
+    "PostToolCallContext",
+    "PostToolCallHook",
+    "PostToolCallOutcome",
+    "PreToolCallHook",
+    "PreToolCallOutcome",
+    "Skip",
+    "Tool",
+    "ToolBatchAborted",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolDefinition",
+    "ToolError",
+    "ToolFactory",
+    "ToolMeta",
+    "ToolRegistryError",
+    "ToolResult",
+    "ToolServer",
+    "ToolServerError",
+    "ToolServerHandle",
+    "Worker",
+    "WorkerError",
+    "WorkerStateError",
+    "canonical_json",
+]

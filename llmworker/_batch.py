@@ -1,0 +1,199 @@
+"""Running a batch of tool calls through hooks: pre-hooks, concurrent execution, post-hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias, TypeVar, final
+
+from ._errors import ToolBatchAborted, ToolError, WorkerError
+from ._hooks import (
+    Abort,
+    Continue,
+    Pause,
+    PostToolCallContext,
+    PostToolCallHook,
+    PreToolCallHook,
+    Skip,
+    ToolCall,
+    ToolCallContext,
+    ToolResult,
+)
+from ._tool import Tool
+from ._tool_meta import ToolMeta
+from ._tool_server import ToolServerHandle, execute_tool
+
+__all__ = ["BatchOutcome", "Completed", "HookChains", "Paused", "run_batch"]
+
+_Outcome = TypeVar("_Outcome")
+
+
+@dataclass(slots=True)
+class HookChains:
+    """The hooks of one worker, in registration order; shared by its moved successors."""
+
+    pre: list[PreToolCallHook]
+    post: list[PostToolCallHook]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """Every call of the batch has a result, in call order."""
+
+    results: list[ToolResult]
+
+
+@final
+class Paused:
+    """A pre-hook paused the batch before anything executed.
+
+    ``pending_calls`` are the batch's calls, none executed yet; ``paused_call`` is the one
+    whose hook paused. Pass this object to ``Worker.resume`` (once) to go on: the paused
+    call continues with the hook after the one that paused.
+    """
+
+    __slots__ = ("_run",)
+
+    def __init__(self, run: _BatchRun) -> None:
+        self._run: _BatchRun | None = run
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The calls not yet executed: the whole batch."""
+        return tuple(planned.call for planned in self._live().planned)
+
+    @property
+    def paused_call(self) -> ToolCall:
+        """The call whose pre-hook returned ``Pause()``."""
+        run = self._live()
+        return run.planned[run.position].call
+
+    def _live(self) -> _BatchRun:
+        if self._run is None:
+            raise WorkerError(
+                "this paused batch was already resumed; use the outcome resume returned"
+            )
+        return self._run
+
+    def _take(self) -> _BatchRun:
+        run = self._live()
+        self._run = None
+        return run
+
+
+BatchOutcome: TypeAlias = Completed | Paused
+
+
+@dataclass(slots=True)
+class _Planned:
+    call: ToolCall
+    target: tuple[ToolMeta, Tool] | None
+    skipped: bool = False
+
+
+class _BatchRun:
+    """The state of one batch; ``position``/``next_hook`` say where pre-hooks resume."""
+
+    __slots__ = ("handle", "hooks", "next_hook", "planned", "position")
+
+    def __init__(self, handle: ToolServerHandle, hooks: HookChains, calls: Sequence[ToolCall]):
+        self.handle = handle
+        self.hooks = hooks
+        self.planned = [_Planned(call, handle.get_tool(call.name)) for call in calls]
+        self.position = 0
+        self.next_hook = 0
+
+    async def advance(self) -> BatchOutcome:
+        if await self._run_pre_hooks():
+            return Paused(self)
+        results = await self._execute()
+        await self._run_post_hooks(results)
+        return Completed(results)
+
+    async def _run_pre_hooks(self) -> bool:
+        """Run pre-hooks from where the batch stands; True when one paused."""
+        while self.position < len(self.planned):
+            planned = self.planned[self.position]
+            if planned.target is not None:
+                meta, tool = planned.target
+                context = ToolCallContext(planned.call, meta, tool)
+                hooks = self.hooks.pre
+                while self.next_hook < len(hooks):
+                    outcome = await _resolve(hooks[self.next_hook](context))
+                    self.next_hook += 1
+                    planned.call = context.call
+                    match outcome:
+                        case Continue():
+                            continue
+                        case Skip():
+                            planned.skipped = True
+                            break
+                        case Pause():
+                            return True
+                        case Abort(reason):
+                            raise ToolBatchAborted(reason, planned.call.id)
+            self.position += 1
+            self.next_hook = 0
+        return False
+
+    async def _execute(self) -> list[ToolResult]:
+        results = [_skipped_or_missing(planned) for planned in self.planned]
+        async with asyncio.TaskGroup() as group:
+            for index, planned in enumerate(self.planned):
+                if results[index] is None and planned.target is not None:
+                    group.create_task(
+                        _execute_into(results, index, planned.call, planned.target[1])
+                    )
+        return [result for result in results if result is not None]
+
+    async def _run_post_hooks(self, results: list[ToolResult]) -> None:
+        for index, planned in enumerate(self.planned):
+            if planned.target is None or planned.skipped:
+                continue
+            meta, tool = planned.target
+            context = PostToolCallContext(planned.call, results[index], meta, tool)
+            for hook in self.hooks.post:
+                outcome = await _resolve(hook(context))
+                if isinstance(outcome, Abort):
+                    raise ToolBatchAborted(outcome.reason, planned.call.id)
+            results[index] = context.result
+
+
+def _skipped_or_missing(planned: _Planned) -> ToolResult | None:
+    call = planned.call
+    if planned.target is None:
+        return ToolResult(call.id, f"Tool '{call.name}' not found", is_error=True)
+    if planned.skipped:
+        return ToolResult(call.id, f"Tool '{call.name}' was skipped by a pre-tool-call hook")
+    return None
+
+
+async def _execute_into(
+    results: list[ToolResult | None], index: int, call: ToolCall, tool: Tool
+) -> None:
+    try:
+        results[index] = ToolResult(call.id, await execute_tool(tool, call.input_json))
+    except ToolError as error:
+        results[index] = ToolResult(call.id, str(error), is_error=True)
+
+
+async def _resolve(outcome: _Outcome | Awaitable[_Outcome]) -> _Outcome:
+    if inspect.isawaitable(outcome):
+        return await outcome
+    return outcome
+
+
+async def run_batch(
+    handle: ToolServerHandle, hooks: HookChains, calls: Sequence[ToolCall]
+) -> BatchOutcome:
+    """Run ``calls`` through ``hooks`` on ``handle``'s tools."""
+    return await _BatchRun(handle, hooks, calls).advance()
+
+
+async def resume_batch(paused: Paused) -> BatchOutcome:
+    """Continue a paused batch where its pre-hooks stopped."""
+    run = paused._take()  # pyright: ignore[reportPrivateUsage]
+    return await run.advance()

@@ -1,0 +1,147 @@
+"""The error types of the tool system, one base per layer.
+
+    ToolError                      raised by a Tool's execute()
+    ├── ToolError.InvalidArgument  "Invalid argument: {message}"
+    ├── ToolError.ExecutionFailed  "Execution failed: {message}"
+    └── ToolError.Internal         "Internal error: {message}"
+
+    ToolServerError                raised by ToolServerHandle
+    ├── ToolServerError.DuplicateName  "Tool with name '{name}' already registered"
+    ├── ToolServerError.ToolNotFound   "Tool '{name}' not found"
+    └── ToolServerError.ToolExecution  "Tool execution failed: {message}"
+
+    ToolRegistryError              raised by Worker registration
+    └── ToolRegistryError.DuplicateName  "Tool with name '{name}' already registered"
+
+    WorkerError                    misuse of a Worker or a batch
+    ├── WorkerStateError           the Worker was moved by lock()/unlock(), or is locked
+    └── ToolBatchAborted           a hook aborted a call_tools() batch
+
+Variants are subclasses, so ``except ToolError`` catches all of them, and are reachable as
+attributes of their base (``ToolError.InvalidArgument``), mirroring the Rust enums.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "ToolBatchAborted",
+    "ToolError",
+    "ToolRegistryError",
+    "ToolServerError",
+    "WorkerError",
+    "WorkerStateError",
+]
+
+
+class ToolError(Exception):
+    """A tool could not produce a result; ``message`` is the variant's payload."""
+
+    InvalidArgument: ClassVar[type[InvalidArgument]]
+    ExecutionFailed: ClassVar[type[ExecutionFailed]]
+    Internal: ClassVar[type[Internal]]
+
+    _prefix: ClassVar[str] = "Tool error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self._prefix}: {self.message}"
+
+
+class InvalidArgument(ToolError):
+    """The input did not match the tool's schema; the model should fix its arguments."""
+
+    _prefix = "Invalid argument"
+
+
+class ExecutionFailed(ToolError):
+    """The tool ran and failed."""
+
+    _prefix = "Execution failed"
+
+
+class Internal(ToolError):
+    """A defect in the tool or the tool system, not in the model's input."""
+
+    _prefix = "Internal error"
+
+
+class ToolServerError(Exception):
+    """Looking up, registering or calling a tool on a ToolServer failed."""
+
+    DuplicateName: ClassVar[type[ServerDuplicateName]]
+    ToolNotFound: ClassVar[type[ToolNotFound]]
+    ToolExecution: ClassVar[type[ToolExecution]]
+
+
+class ServerDuplicateName(ToolServerError):
+    """A tool with this name is already registered."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tool with name '{name}' already registered")
+        self.name = name
+
+
+class ToolNotFound(ToolServerError):
+    """No tool is registered under this name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tool '{name}' not found")
+        self.name = name
+
+
+class ToolExecution(ToolServerError):
+    """The tool raised a ToolError; ``message`` is that error's text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Tool execution failed: {message}")
+        self.message = message
+
+
+class ToolRegistryError(Exception):
+    """Registering tools through a Worker failed; nothing from the failed call was kept."""
+
+    DuplicateName: ClassVar[type[RegistryDuplicateName]]
+
+
+class RegistryDuplicateName(ToolRegistryError):
+    """A tool with this name is already registered, or appears twice in one batch."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tool with name '{name}' already registered")
+        self.name = name
+
+
+class WorkerError(Exception):
+    """A Worker was used in a way its state does not allow, or a batch was stopped."""
+
+
+class WorkerStateError(WorkerError):
+    """The Worker was consumed by lock()/unlock(), or is locked and cannot change tools."""
+
+
+class ToolBatchAborted(WorkerError):
+    """A hook returned ``Abort(reason)``; the rest of the batch did not run."""
+
+    def __init__(self, reason: str, call_id: str) -> None:
+        super().__init__(f"Tool batch aborted by a hook at call '{call_id}': {reason}")
+        self.reason = reason
+        self.call_id = call_id
+
+
+def _nest(base: type[Exception], attribute: str, variant: type[Exception]) -> None:
+    setattr(base, attribute, variant)
+    variant.__qualname__ = f"{base.__name__}.{attribute}"
+
+
+_nest(ToolError, "InvalidArgument", InvalidArgument)
+_nest(ToolError, "ExecutionFailed", ExecutionFailed)
+_nest(ToolError, "Internal", Internal)
+_nest(ToolServerError, "DuplicateName", ServerDuplicateName)
+_nest(ToolServerError, "ToolNotFound", ToolNotFound)
+_nest(ToolServerError, "ToolExecution", ToolExecution)
+_nest(ToolRegistryError, "DuplicateName", RegistryDuplicateName)

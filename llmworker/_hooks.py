@@ -1,0 +1,133 @@
+"""Hook types: the calls and results hooks see, and the outcomes they return.
+
+A pre-tool-call hook gets a ``ToolCallContext`` and returns ``Continue()``, ``Skip()``,
+``Pause()`` or ``Abort(reason)``; a post-tool-call hook gets a ``PostToolCallContext`` and
+returns ``Continue()`` or ``Abort(reason)``. Hooks may be plain or ``async`` functions.
+
+>>> def no_deletes(ctx: ToolCallContext) -> PreToolCallOutcome:
+...     return Skip() if ctx.meta.name.startswith("delete") else Continue()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias, final
+
+from ._tool import Tool
+from ._tool_meta import ToolMeta
+
+__all__ = [
+    "Abort",
+    "Continue",
+    "Pause",
+    "PostToolCallContext",
+    "PostToolCallHook",
+    "PostToolCallOutcome",
+    "PreToolCallHook",
+    "PreToolCallOutcome",
+    "Skip",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolResult",
+]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call as the model produced it; ``input_json`` is its raw argument text."""
+
+    id: str
+    name: str
+    input_json: str
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """The answer to the call ``call_id``, as text for the model."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+@final
+class ToolCallContext:
+    """What a pre-tool-call hook sees: the call (replaceable and mutable), meta and tool."""
+
+    __slots__ = ("_meta", "_tool", "call")
+
+    def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool) -> None:
+        self.call = call
+        self._meta = meta
+        self._tool = tool
+
+    @property
+    def meta(self) -> ToolMeta:
+        """The registered metadata (read-only)."""
+        return self._meta
+
+    @property
+    def tool(self) -> Tool:
+        """The live instance that will execute the call; isinstance-check it to read state."""
+        return self._tool
+
+
+@final
+class PostToolCallContext:
+    """What a post-tool-call hook sees: the call, its result (replaceable), meta and tool."""
+
+    __slots__ = ("_meta", "_tool", "call", "result")
+
+    def __init__(self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool) -> None:
+        self.call = call
+        self.result = result
+        self._meta = meta
+        self._tool = tool
+
+    @property
+    def meta(self) -> ToolMeta:
+        """The registered metadata (read-only)."""
+        return self._meta
+
+    @property
+    def tool(self) -> Tool:
+        """The live instance that executed the call."""
+        return self._tool
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Go on: run the next hook, then the call."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Do not run later pre-hooks or the call; its result says it was skipped."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Return control to the caller before anything runs; ``Worker.resume`` goes on."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """Stop the whole batch: ``call_tools`` raises ``ToolBatchAborted(reason)``."""
+
+    reason: str
+
+
+PreToolCallOutcome: TypeAlias = Continue | Skip | Pause | Abort
+PostToolCallOutcome: TypeAlias = Continue | Abort
+
+PreToolCallHook: TypeAlias = Callable[
+    [ToolCallContext], PreToolCallOutcome | Awaitable[PreToolCallOutcome]
+]
+PostToolCallHook: TypeAlias = Callable[
+    [PostToolCallContext], PostToolCallOutcome | Awaitable[PostToolCallOutcome]
+]

@@ -1,0 +1,198 @@
+"""ToolServer and ToolServerHandle: the shared map of tools, and how to reach it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import final
+
+from ._errors import ToolError, ToolServerError
+from ._json import canonical_json
+from ._tool import Tool, ToolDefinition, declared_meta
+from ._tool_meta import ToolMeta
+
+__all__ = ["DefinitionsSnapshot", "ToolServer", "ToolServerHandle", "execute_tool"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class DefinitionsSnapshot:
+    """The sorted definitions of one registry version, serialised once.
+
+    ``canonical_json`` is a JSON array of ``{"name", "description", "input_schema"}`` objects
+    in canonical form; ``fingerprint`` is its SHA-256 in hex.
+    """
+
+    definitions: tuple[ToolMeta, ...]
+    canonical_json: bytes
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    meta: ToolMeta
+    tool: Tool
+
+
+class _Registry:
+    """The one map every handle shares; the definitions snapshot is rebuilt lazily per change."""
+
+    __slots__ = ("entries", "snapshot")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, _Entry] = {}
+        self.snapshot: DefinitionsSnapshot | None = None
+
+    def definitions(self) -> DefinitionsSnapshot:
+        if self.snapshot is None:
+            metas = tuple(self.entries[name].meta for name in sorted(self.entries))
+            body = canonical_json([meta.to_json_object() for meta in metas])
+            self.snapshot = DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest())
+        return self.snapshot
+
+
+@final
+class ToolServer:
+    """Owns the tool map. Hand out ``handle()``s; register through a ``Worker``."""
+
+    __slots__ = ("_registry",)
+
+    def __init__(self) -> None:
+        self._registry = _Registry()
+
+    def handle(self) -> ToolServerHandle:
+        """A new handle onto this server's map."""
+        return ToolServerHandle(self._registry)
+
+
+@final
+class ToolServerHandle:
+    """A cheap reference to a ToolServer's map; copies share it.
+
+    Public methods look up and call tools (for hooks and applications). Registration methods
+    are underscored: only the Worker calls them, so the Worker's lock governs the registry.
+    """
+
+    __slots__ = ("_registry",)
+
+    def __init__(self, registry: _Registry) -> None:
+        self._registry = registry
+
+    def copy(self) -> ToolServerHandle:
+        """Another handle onto the same map."""
+        return ToolServerHandle(self._registry)
+
+    __copy__ = copy
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolServerHandle):
+            return NotImplemented
+        return self._registry is other._registry
+
+    def __hash__(self) -> int:
+        return id(self._registry)
+
+    def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
+        """The meta and live instance registered under ``name``, or None."""
+        entry = self._registry.entries.get(name)
+        return None if entry is None else (entry.meta, entry.tool)
+
+    async def call_tool(self, name: str, input_json: str) -> str:
+        """Run the tool ``name`` on ``input_json``.
+
+        Raises ``ToolServerError.ToolNotFound``, or ``ToolServerError.ToolExecution`` carrying
+        the text of the tool's ``ToolError`` (which is chained as ``__cause__``).
+        """
+        entry = self._registry.entries.get(name)
+        if entry is None:
+            raise ToolServerError.ToolNotFound(name)
+        try:
+            return await execute_tool(entry.tool, input_json)
+        except ToolError as error:
+            raise ToolServerError.ToolExecution(str(error)) from error
+
+    def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
+        """Every registered meta, sorted by name (deterministic LLM requests)."""
+        return self._registry.definitions().definitions
+
+    def definitions_snapshot(self) -> DefinitionsSnapshot:
+        """The sorted definitions with their canonical JSON and fingerprint, cached per change."""
+        return self._registry.definitions()
+
+    def __len__(self) -> int:
+        return len(self._registry.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._registry.entries
+
+    def _register_tools(self, definitions: Iterable[ToolDefinition]) -> list[ToolMeta]:
+        """Register all of ``definitions`` or none of them.
+
+        Names that definitions declare (``ToolFactory``) are checked before any factory
+        runs; other factories must run to reveal their names. A factory's own exception
+        propagates, and nothing is registered.
+        """
+        batch = list(definitions)
+        self._check_new_names(meta.name for meta in map(declared_meta, batch) if meta is not None)
+        created = [_create(definition) for definition in batch]
+        self._check_new_names(entry.meta.name for entry in created)
+        for entry in created:
+            self._registry.entries[entry.meta.name] = entry
+        if created:
+            self._registry.snapshot = None
+        return [entry.meta for entry in created]
+
+    def _check_new_names(self, names: Iterable[str]) -> None:
+        seen: set[str] = set()
+        for name in names:
+            if name in self._registry.entries or name in seen:
+                raise ToolServerError.DuplicateName(name)
+            seen.add(name)
+
+    def _unregister_tool(self, name: str) -> ToolMeta:
+        entry = self._registry.entries.pop(name, None)
+        if entry is None:
+            raise ToolServerError.ToolNotFound(name)
+        self._registry.snapshot = None
+        return entry.meta
+
+    def _replace_tool(self, definition: ToolDefinition) -> ToolMeta:
+        entry = _create(definition)
+        if entry.meta.name not in self._registry.entries:
+            raise ToolServerError.ToolNotFound(entry.meta.name)
+        self._registry.entries[entry.meta.name] = entry
+        self._registry.snapshot = None
+        return entry.meta
+
+
+def _create(definition: ToolDefinition) -> _Entry:
+    meta, tool = definition()
+    if not isinstance(meta, ToolMeta):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"tool definition {definition!r} returned {type(meta).__name__} as its meta; "
+            "a ToolDefinition must return (ToolMeta, Tool)"
+        )
+    if not isinstance(tool, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"tool definition for '{meta.name}' returned {type(tool).__name__}, which has no "
+            "async execute(input_json) method; a ToolDefinition must return (ToolMeta, Tool)"
+        )
+    return _Entry(meta, tool)
+
+
+async def execute_tool(tool: Tool, input_json: str) -> str:
+    """Await ``tool.execute``; anything but a ``str`` or a ``ToolError`` becomes Internal."""
+    try:
+        result = await tool.execute(input_json)
+    except ToolError:
+        raise
+    except Exception as error:
+        raise ToolError.Internal(
+            f"{type(tool).__name__}.execute raised {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(result, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolError.Internal(
+            f"{type(tool).__name__}.execute returned {type(result).__name__}; it must return str"
+        )
+    return result

@@ -1,0 +1,180 @@
+"""Worker: registers tools while ``Mutable``, runs tool calls in every state.
+
+The state is a type parameter. ``Worker()`` is a ``Worker[Mutable]``; ``lock()`` consumes it
+and returns a ``Worker[Locked]``, on which mypy and pyright reject ``register_tool`` and the
+other registry changes (and the run time refuses them too). Like a Rust move, a worker that
+``lock()`` or ``unlock()`` consumed refuses any further use.
+
+>>> worker = Worker()
+>>> worker.register_tool(definition)  # doctest: +SKIP
+>>> locked = worker.lock()
+>>> outcome = await locked.call_tools([ToolCall("1", "echo", '{"text": "hi"}')])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Generic, TypeVar, cast, final
+
+from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch
+from ._errors import ToolRegistryError, ToolServerError, WorkerStateError
+from ._hooks import PostToolCallHook, PreToolCallHook, ToolCall
+from ._tool import ToolDefinition
+from ._tool_meta import ToolMeta
+from ._tool_server import ToolServer, ToolServerHandle
+
+__all__ = ["Locked", "Mutable", "Worker"]
+
+
+class _State:
+    """A Worker state marker; never instantiated."""
+
+    def __new__(cls) -> _State:
+        raise TypeError(f"{cls.__name__} is a type-level Worker state; it has no instances")
+
+
+@final
+class Mutable(_State):
+    """Tools may be registered, replaced and unregistered."""
+
+
+@final
+class Locked(_State):
+    """The tool set is fixed; hooks may still be added and tools called."""
+
+
+StateT = TypeVar("StateT", bound=_State)
+
+
+class _Core:
+    """What a worker's successive states share: the tool server and the hooks."""
+
+    __slots__ = ("handle", "hooks")
+
+    def __init__(self) -> None:
+        self.handle = ToolServer().handle()
+        self.hooks = HookChains(pre=[], post=[])
+
+
+@final
+class Worker(Generic[StateT]):
+    """Holds a ToolServer; registers tools (Mutable only), hooks, and runs tool calls."""
+
+    __slots__ = ("_core", "_locked", "_moved_by")
+
+    def __init__(self: Worker[Mutable]) -> None:
+        self._core: _Core | None = _Core()
+        self._locked = False
+        self._moved_by = ""
+
+    # -- every state -------------------------------------------------------------------
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether this worker is a ``Worker[Locked]`` at run time."""
+        self._live()
+        return self._locked
+
+    def tool_server_handle(self) -> ToolServerHandle:
+        """A handle onto this worker's tools, for hooks and applications."""
+        return self._live().handle.copy()
+
+    def add_pre_tool_call_hook(self, hook: PreToolCallHook) -> None:
+        """Run ``hook`` before each call, after the hooks added earlier."""
+        self._live().hooks.pre.append(hook)
+
+    def add_post_tool_call_hook(self, hook: PostToolCallHook) -> None:
+        """Run ``hook`` after each executed call, after the hooks added earlier."""
+        self._live().hooks.post.append(hook)
+
+    async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
+        """Run a batch: pre-hooks call by call, the calls concurrently, then post-hooks.
+
+        Returns ``Completed(results)`` in call order, or ``Paused`` when a pre-hook paused.
+        An unknown tool or a failing tool gives an ``is_error`` result; a hook's
+        ``Abort(reason)`` raises ``ToolBatchAborted``. Cancelling the caller cancels the
+        tool calls in flight.
+        """
+        core = self._live()
+        return await run_batch(core.handle, core.hooks, calls)
+
+    async def resume(self, paused: Paused) -> BatchOutcome:
+        """Continue a batch that a pre-hook paused; each ``Paused`` resumes once."""
+        self._live()
+        return await resume_batch(paused)
+
+    # -- Mutable only ------------------------------------------------------------------
+
+    def register_tool(self: Worker[Mutable], definition: ToolDefinition) -> None:
+        """Call ``definition`` once and register the tool it makes.
+
+        Raises ``ToolRegistryError.DuplicateName`` when the name is taken.
+        """
+        self.register_tools([definition])
+
+    def register_tools(self: Worker[Mutable], definitions: Iterable[ToolDefinition]) -> None:
+        """Register every definition, or none when any name is a duplicate."""
+        handle = self._mutable("register_tools").handle
+        try:
+            handle._register_tools(definitions)  # pyright: ignore[reportPrivateUsage]
+        except ToolServerError.DuplicateName as error:
+            raise ToolRegistryError.DuplicateName(error.name) from None
+
+    def unregister_tool(self: Worker[Mutable], name: str) -> ToolMeta:
+        """Remove the tool ``name`` and return its meta; calls in flight finish."""
+        handle = self._mutable("unregister_tool").handle
+        return handle._unregister_tool(name)  # pyright: ignore[reportPrivateUsage]
+
+    def replace_tool(self: Worker[Mutable], definition: ToolDefinition) -> None:
+        """Swap in a new instance and meta under an existing name; calls in flight finish
+        on the instance they started with."""
+        handle = self._mutable("replace_tool").handle
+        handle._replace_tool(definition)  # pyright: ignore[reportPrivateUsage]
+
+    def lock(self: Worker[Mutable]) -> Worker[Locked]:
+        """Fix the tool set. Consumes this worker: use the returned one from now on."""
+        self._mutable("lock")
+        return cast("Worker[Locked]", self._move_to(locked=True, by="lock()"))
+
+    # -- Locked only -------------------------------------------------------------------
+
+    def unlock(self: Worker[Locked]) -> Worker[Mutable]:
+        """Reopen registration. Consumes this worker: use the returned one from now on."""
+        self._live()
+        if not self._locked:
+            raise WorkerStateError("unlock() needs a locked Worker; this one is already mutable")
+        return cast("Worker[Mutable]", self._move_to(locked=False, by="unlock()"))
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _live(self) -> _Core:
+        if self._core is None:
+            raise WorkerStateError(
+                f"this Worker was consumed by {self._moved_by}; "
+                f"use the Worker that {self._moved_by} returned"
+            )
+        return self._core
+
+    def _mutable(self, operation: str) -> _Core:
+        core = self._live()
+        if self._locked:
+            raise WorkerStateError(
+                f"{operation}() is not allowed on a locked Worker: the tool set is fixed; "
+                "call unlock() to get a Worker[Mutable] first"
+            )
+        return core
+
+    def _move_to(self, *, locked: bool, by: str) -> Worker[StateT]:
+        successor = cast("Worker[StateT]", object.__new__(Worker))
+        successor._core = self._live()
+        successor._locked = locked
+        successor._moved_by = ""
+        self._core = None
+        self._moved_by = by
+        return successor
+
+    def __repr__(self) -> str:
+        if self._core is None:
+            return f"<Worker consumed by {self._moved_by}>"
+        state = "Locked" if self._locked else "Mutable"
+        return f"<Worker[{state}] with {len(self._core.handle)} tools>"
