@@ -1,0 +1,1 @@
+"""The llmworker gRPC server (see issue: gRPC service)."""
