@@ -6,6 +6,14 @@ anywhere in the application.
 """
 
 from ._batch import BatchOutcome, Completed, Paused
+from ._decorators import (
+    BoundToolMethod,
+    ToolMethod,
+    definition_of,
+    description,
+    tool,
+    tool_registry,
+)
 from ._errors import (
     ToolBatchAborted,
     ToolError,
@@ -29,6 +37,7 @@ from ._hooks import (
     ToolResult,
 )
 from ._json import JsonObject, JsonValue, canonical_json
+from ._schema import SchemaStyle
 from ._tool import Tool, ToolDefinition, ToolFactory
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
@@ -37,6 +46,7 @@ from ._worker import Locked, Mutable, Worker
 __all__ = [
     "Abort",
     "BatchOutcome",
+    "BoundToolMethod",
     "Completed",
     "Continue",
     "DefinitionsSnapshot",
@@ -51,6 +61,7 @@ __all__ = [
     "PostToolCallOutcome",
     "PreToolCallHook",
     "PreToolCallOutcome",
+    "SchemaStyle",
     "Skip",
     "Tool",
     "ToolBatchAborted",
@@ -60,6 +71,7 @@ __all__ = [
     "ToolError",
     "ToolFactory",
     "ToolMeta",
+    "ToolMethod",
     "ToolRegistryError",
     "ToolResult",
     "ToolServer",
@@ -69,4 +81,8 @@ __all__ = [
     "WorkerError",
     "WorkerStateError",
     "canonical_json",
+    "definition_of",
+    "description",
+    "tool",
+    "tool_registry",
 ]

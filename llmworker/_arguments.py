@@ -1,0 +1,78 @@
+"""Turning a model's JSON arguments into a validated model, and a result into text."""
+
+from __future__ import annotations
+
+from typing import Final, TypeVar
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from ._errors import ToolError
+
+__all__ = ["parse_arguments", "render_result"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_MAX_SHOWN_INPUT: Final = 40
+_JSON_TYPE_NAMES: Final = {
+    "list": "an array",
+    "str": "a string",
+    "int": "a number",
+    "float": "a number",
+    "bool": "a boolean",
+    "NoneType": "null",
+}
+
+
+def parse_arguments(model: type[ModelT], input_json: str | bytes) -> ModelT:
+    """Validate ``input_json`` against ``model``.
+
+    Raises ``ToolError.InvalidArgument`` with one line naming each failing field path and the
+    problem, e.g. ``user.age: Input should be a valid integer (got 'abc')``.
+    """
+    try:
+        return model.model_validate_json(input_json)
+    except ValidationError as error:
+        raise ToolError.InvalidArgument(_describe(error)) from None
+
+
+def _describe(error: ValidationError) -> str:
+    problems: list[str] = []
+    for detail in error.errors(include_url=False):
+        kind, location = detail["type"], detail["loc"]
+        if kind == "json_invalid":
+            reason = detail.get("ctx", {}).get("error", "")
+            return f"input is not valid JSON ({reason}); send one JSON object"
+        if not location and kind in ("model_type", "model_attributes_type", "dict_type"):
+            given = _JSON_TYPE_NAMES.get(type(detail["input"]).__name__, "not an object")
+            return f"arguments must be a JSON object, got {given}"
+        path = "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in location
+        ).lstrip(".")
+        message = detail["msg"]
+        if kind == "extra_forbidden":
+            message = "unknown field; remove it"
+        elif kind != "missing":
+            message += f" (got {_shorten(detail['input'])})"
+        problems.append(f"{path or 'input'}: {message}")
+    return "; ".join(problems)
+
+
+def _shorten(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
+
+
+def render_result(value: object) -> str:
+    """A tool method's return value as text: str as-is, None as "", anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as error:
+        raise ToolError.Internal(
+            f"the tool returned {type(value).__name__}, which cannot be serialised to JSON "
+            f"({error}); return str, a pydantic model, a dataclass or plain JSON data"
+        ) from None

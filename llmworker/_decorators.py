@@ -1,0 +1,386 @@
+"""``@tool_registry`` / ``@tool`` / ``description``: tools from plain methods.
+
+>>> @tool_registry
+... class MyApp:
+...     @tool
+...     async def search(self, query: Annotated[str, description("search query")]) -> str:
+...         '''Run a search.'''
+...         return f"Results for: {query}"
+>>> app = MyApp()
+>>> worker.register_tool(app.search_definition())   # mypy, with the llmworker.mypy plugin
+>>> worker.register_tool(app.search.definition())   # every type checker
+
+For each ``@tool`` method ``get_user`` the class gains ``GetUserArgs`` (the pydantic model of
+its parameters), ``ToolGetUser`` (the Tool wrapping an instance) and ``get_user_definition()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+from collections.abc import Callable, Coroutine
+from types import FrameType
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, final, overload
+
+import pydantic
+import pydantic_core
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic.fields import FieldInfo
+
+from ._arguments import parse_arguments, render_result
+from ._errors import ToolError
+from ._schema import SchemaStyle, arguments_schema
+from ._tool import Tool, ToolFactory
+from ._tool_meta import ToolMeta
+
+__all__ = [
+    "BoundToolMethod",
+    "ToolMethod",
+    "definition_of",
+    "description",
+    "tool",
+    "tool_registry",
+]
+
+OwnerT = TypeVar("OwnerT")
+ClassT = TypeVar("ClassT", bound=type)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def description(text: str) -> FieldInfo:
+    """Describe a tool parameter: ``query: Annotated[str, description("what to search")]``."""
+    field: FieldInfo = pydantic.Field(description=text)
+    return field
+
+
+@final
+class ToolMethod(Generic[OwnerT, P, R]):
+    """A ``@tool`` method: still a method, plus what ``@tool_registry`` generates from it."""
+
+    def __init__(
+        self, function: Callable[Concatenate[OwnerT, P], R], schema_style: SchemaStyle | None
+    ) -> None:
+        _check_signature(function)
+        self.function = function
+        self.schema_style = schema_style
+        self.name = function.__name__
+        self.__doc__ = function.__doc__
+        self.__wrapped__ = function
+        self._built: _BuiltTool | None = None
+        self._owner: type | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._owner = owner
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> ToolMethod[OwnerT, P, R]: ...
+    @overload
+    def __get__(self, instance: OwnerT, owner: type | None = None) -> BoundToolMethod[P, R]: ...
+    def __get__(
+        self, instance: OwnerT | None, owner: type | None = None
+    ) -> ToolMethod[OwnerT, P, R] | BoundToolMethod[P, R]:
+        if instance is None:
+            return self
+        if self._built is None:
+            raise self._not_built()
+        return BoundToolMethod(self, instance)
+
+    def __call__(self, instance: OwnerT, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the method unbound, as ``MyApp.search(app, "query")``."""
+        return self.function(instance, *args, **kwargs)
+
+    def definition_for(self, instance: OwnerT) -> ToolFactory:
+        """The ToolDefinition of this tool bound to ``instance``."""
+        built = self._built
+        if built is None:
+            raise self._not_built()
+        return ToolFactory(built.meta, lambda: built.wrapper(instance))
+
+    def generate(
+        self, owner: type, default_style: SchemaStyle, local_names: dict[str, object]
+    ) -> _BuiltTool:
+        """Build the args model, schema, meta and wrapper class for ``owner``.
+
+        ``local_names`` resolves annotations naming classes local to the defining function.
+        """
+        style = self.schema_style or default_style
+        args_model, wrapper = _generate(owner, self, local_names)
+        schema = arguments_schema(args_model, style, self.name)
+        doc = inspect.cleandoc(self.function.__doc__ or "") or f"Tool: {self.name}"
+        self._built = _BuiltTool(ToolMeta(self.name, doc, schema), args_model, wrapper)
+        return self._built
+
+    def _not_built(self) -> TypeError:
+        owner = self._owner.__qualname__ if self._owner else "its class"
+        return TypeError(
+            f"@tool method '{self.name}' is in {owner}, which is not decorated with "
+            f"@tool_registry; add @tool_registry above 'class {owner.rsplit('.', 1)[-1]}'"
+        )
+
+    def __repr__(self) -> str:
+        return f"<tool method {self.function.__qualname__}>"
+
+
+@final
+class BoundToolMethod(Generic[P, R]):
+    """A ``@tool`` method bound to an instance: call it, or take its ``definition()``."""
+
+    __slots__ = ("__self__", "_method")
+
+    def __init__(self, method: ToolMethod[Any, P, R], instance: object) -> None:
+        self._method = method
+        self.__self__ = instance
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._method.function(self.__self__, *args, **kwargs)
+
+    def definition(self) -> ToolFactory:
+        """The ToolDefinition of this tool bound to this instance."""
+        return self._method.definition_for(self.__self__)
+
+    @property
+    def __name__(self) -> str:
+        return self._method.name
+
+    @property
+    def __func__(self) -> Callable[..., R]:
+        return self._method.function
+
+    def __repr__(self) -> str:
+        return f"<bound tool method {self._method.function.__qualname__} of {self.__self__!r}>"
+
+
+def definition_of(method: BoundToolMethod[P, R]) -> ToolFactory:
+    """The ToolDefinition of a bound ``@tool`` method: ``definition_of(app.search)``."""
+    return method.definition()
+
+
+@overload
+def tool(function: Callable[Concatenate[OwnerT, P], R], /) -> ToolMethod[OwnerT, P, R]: ...
+@overload
+def tool(
+    *, schema_style: SchemaStyle | None = None
+) -> Callable[[Callable[Concatenate[OwnerT, P], R]], ToolMethod[OwnerT, P, R]]: ...
+def tool(
+    function: Callable[Concatenate[OwnerT, P], R] | None = None,
+    /,
+    *,
+    schema_style: SchemaStyle | None = None,
+) -> (
+    ToolMethod[OwnerT, P, R]
+    | Callable[[Callable[Concatenate[OwnerT, P], R]], ToolMethod[OwnerT, P, R]]
+):
+    """Mark a method of a ``@tool_registry`` class as a tool.
+
+    The method's name is the tool's name, its docstring the description, its annotated
+    parameters the input schema. ``schema_style`` overrides the registry's.
+    """
+
+    def decorate(target: Callable[Concatenate[OwnerT, P], R]) -> ToolMethod[OwnerT, P, R]:
+        _check_not_yet_a_tool(target, _caller_frame(2 if function is None else 3))
+        return ToolMethod(target, schema_style)
+
+    return decorate if function is None else decorate(function)
+
+
+def _caller_frame(depth: int) -> FrameType | None:
+    frame = inspect.currentframe()
+    for _ in range(depth):
+        frame = frame.f_back if frame else None
+    return frame
+
+
+def _check_not_yet_a_tool(function: Callable[..., object], class_body: FrameType | None) -> None:
+    """Refuse a second ``@tool`` of the same name in the class body being executed."""
+    earlier = class_body.f_locals.get(function.__name__) if class_body else None
+    if isinstance(earlier, ToolMethod):
+        raise TypeError(
+            f"@tool {function.__qualname__}: this class already has a tool named "
+            f"'{function.__name__}'; tool names must be unique, so rename one of them"
+        )
+
+
+@overload
+def tool_registry(cls: ClassT, /) -> ClassT: ...
+@overload
+def tool_registry(*, schema_style: SchemaStyle = ...) -> Callable[[ClassT], ClassT]: ...
+def tool_registry(
+    cls: ClassT | None = None, /, *, schema_style: SchemaStyle = SchemaStyle.DEFAULT
+) -> ClassT | Callable[[ClassT], ClassT]:
+    """Generate the args model, Tool wrapper and ``*_definition()`` of each ``@tool`` method.
+
+    ``schema_style`` picks how nested models appear in the schemas (see ``SchemaStyle``).
+    """
+
+    def decorate(target: ClassT) -> ClassT:
+        scope = _caller_frame(2 if cls is None else 3)
+        local_names = dict(scope.f_locals) if scope else {}
+        _build_registry(target, schema_style, {**local_names, target.__name__: target})
+        return target
+
+    return decorate if cls is None else decorate(cls)
+
+
+class _BuiltTool:
+    """What ``@tool_registry`` made for one method: meta, arguments model, wrapper class."""
+
+    __slots__ = ("args_model", "meta", "wrapper")
+
+    def __init__(
+        self, meta: ToolMeta, args_model: type[BaseModel], wrapper: Callable[[object], Tool]
+    ) -> None:
+        self.meta = meta
+        self.args_model = args_model
+        self.wrapper = wrapper
+
+
+def _build_registry(cls: type, default_style: SchemaStyle, local_names: dict[str, object]) -> None:
+    methods: list[ToolMethod[Any, ..., Any]] = [
+        value for value in vars(cls).values() if isinstance(value, ToolMethod)
+    ]
+    for method in methods:
+        _check_names_are_free(cls, method.name)
+        built = method.generate(cls, default_style, local_names)
+        pascal = _pascal_case(method.name)
+        setattr(cls, f"{pascal}Args", built.args_model)
+        setattr(cls, f"Tool{pascal}", built.wrapper)
+        setattr(cls, f"{method.name}_definition", _definition_method(method))
+
+
+def _check_names_are_free(cls: type, name: str) -> None:
+    pascal = _pascal_case(name)
+    for generated in (f"{pascal}Args", f"Tool{pascal}", f"{name}_definition"):
+        if generated in vars(cls):
+            raise TypeError(
+                f"@tool_registry {cls.__qualname__}: '{generated}' is already defined, but "
+                f"the tool '{name}' generates it; rename one of them"
+            )
+
+
+def _definition_method(method: ToolMethod[Any, ..., Any]) -> Callable[[object], ToolFactory]:
+    def definition(self: object) -> ToolFactory:
+        return method.definition_for(self)
+
+    definition.__name__ = f"{method.name}_definition"
+    definition.__doc__ = f"The ToolDefinition of the tool '{method.name}' bound to this instance."
+    return definition
+
+
+def _pascal_case(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def _generate(
+    cls: type, method: ToolMethod[Any, ..., Any], local_names: dict[str, object]
+) -> tuple[type[BaseModel], Callable[[object], Tool]]:
+    function = method.function
+    where = f"@tool {cls.__qualname__}.{method.name}"
+    try:
+        hints = typing.get_type_hints(function, localns=local_names, include_extras=True)
+    except Exception as error:
+        raise TypeError(f"{where}: cannot resolve its annotations: {error}") from error
+    fields: dict[str, Any] = {}
+    for parameter in list(inspect.signature(function).parameters.values())[1:]:
+        annotation = hints[parameter.name]
+        if parameter.default is inspect.Parameter.empty:
+            fields[parameter.name] = (annotation, ...)
+        else:
+            fields[parameter.name] = (
+                typing.Annotated[annotation, BeforeValidator(_null_means_default)],
+                parameter.default,
+            )
+    pascal = _pascal_case(method.name)
+    try:
+        args_model: type[BaseModel] = pydantic.create_model(
+            f"{pascal}Args",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            __module__=cls.__module__,
+            **fields,
+        )
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+        raise TypeError(f"{where}: a parameter type has no JSON Schema: {error}") from error
+    args_model.__qualname__ = f"{cls.__qualname__}.{pascal}Args"
+    wrapper = _wrapper_class(cls, method, args_model, pascal)
+    return args_model, wrapper
+
+
+def _null_means_default(value: object) -> object:
+    if value is None:
+        raise pydantic_core.PydanticUseDefault()
+    return value
+
+
+def _wrapper_class(
+    cls: type, method: ToolMethod[Any, ..., Any], args_model: type[BaseModel], pascal: str
+) -> type[Tool]:
+    function = method.function
+    names = tuple(args_model.model_fields)
+    is_async = inspect.iscoroutinefunction(function)
+
+    async def call(instance: object, arguments: dict[str, object]) -> object:
+        if is_async:
+            coroutine = typing.cast(
+                "Coroutine[object, object, object]", function(instance, **arguments)
+            )
+            return await coroutine
+        return await asyncio.to_thread(function, instance, **arguments)
+
+    class Wrapper:
+        __slots__ = ("instance",)
+
+        def __init__(self, instance: object) -> None:
+            self.instance = instance
+
+        async def execute(self, input_json: str) -> str:
+            parsed = parse_arguments(args_model, input_json)
+            arguments = {name: getattr(parsed, name) for name in names}
+            try:
+                result = await call(self.instance, arguments)
+            except ToolError:
+                raise
+            except Exception as error:
+                raise ToolError.ExecutionFailed(str(error)) from error
+            return render_result(result)
+
+    Wrapper.__name__ = f"Tool{pascal}"
+    Wrapper.__qualname__ = f"{cls.__qualname__}.Tool{pascal}"
+    Wrapper.__module__ = cls.__module__
+    Wrapper.__doc__ = f"The Tool running {cls.__qualname__}.{method.name} on one instance."
+    return Wrapper
+
+
+def _check_signature(function: Callable[..., object]) -> None:
+    name = getattr(function, "__qualname__", repr(function))
+    if isinstance(function, staticmethod | classmethod):
+        raise TypeError(f"@tool {name}: put @tool on a plain method, not a static or class method")
+    if not inspect.isfunction(function):
+        raise TypeError(f"@tool {name}: expected a function defined in a class body")
+    if "." not in function.__qualname__ or function.__qualname__.endswith(
+        f"<locals>.{function.__name__}"
+    ):
+        raise TypeError(
+            f"@tool {name}: @tool marks methods of a @tool_registry class; "
+            "define it inside a class decorated with @tool_registry"
+        )
+    parameters = list(inspect.signature(function).parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not parameters or parameters[0].kind not in positional:
+        raise TypeError(f"@tool {name}: a tool method takes self as its first parameter")
+    for parameter in parameters[1:]:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(
+                f"@tool {name}: *{parameter.name} / **{parameter.name} cannot be described to "
+                "a model; declare each argument as a named, annotated parameter"
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"@tool {name}: parameter '{parameter.name}' is positional-only; tools are "
+                "called with named arguments, so remove the '/'"
+            )
+        if parameter.annotation is inspect.Parameter.empty:
+            raise TypeError(
+                f"@tool {name}: parameter '{parameter.name}' has no type annotation; annotate "
+                "it (e.g. '{parameter.name}: str') so its JSON Schema can be generated"
+            )

@@ -1,0 +1,115 @@
+"""JSON Schemas for tool arguments, in the shapes LLM providers accept.
+
+``SchemaStyle.DEFAULT`` is pydantic's schema without generated titles (nested models under
+``$defs`` and referenced with ``$ref``). ``INLINE`` replaces every ``$ref`` with its
+definition, for providers that reject references. ``OPENAI_STRICT`` is inline and follows
+OpenAI's strict structured outputs: every object has ``additionalProperties: false`` and lists
+all its properties as required; a property that had a default becomes nullable (sending
+``null`` selects the default) and loses its ``default`` keyword.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import cast
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+
+__all__ = ["SchemaStyle", "arguments_schema"]
+
+_Schema = dict[str, object]
+_SUBSCHEMA_KEYS = frozenset(
+    {"items", "prefixItems", "anyOf", "allOf", "oneOf", "additionalProperties"}
+)
+
+
+class SchemaStyle(enum.Enum):
+    """How nested models appear in a tool's input schema."""
+
+    DEFAULT = "default"
+    INLINE = "inline"
+    OPENAI_STRICT = "openai-strict"
+
+
+class _WithoutTitles(GenerateJsonSchema):
+    """Pydantic's generator minus the titles it derives from class and field names."""
+
+    def field_title_should_be_set(self, schema: object) -> bool:
+        return False
+
+    def generate(self, schema: object, mode: str = "validation") -> JsonSchemaValue:
+        result = super().generate(schema, mode)  # type: ignore[arg-type]
+        result.pop("title", None)
+        for definition in cast("dict[str, _Schema]", result.get("$defs", {})).values():
+            definition.pop("title", None)
+        return result
+
+
+def arguments_schema(model: type[BaseModel], style: SchemaStyle, tool_name: str) -> _Schema:
+    """The input schema of ``model`` in ``style``; ``ValueError`` names what cannot be done."""
+    schema = cast("_Schema", model.model_json_schema(schema_generator=_WithoutTitles))
+    if style is SchemaStyle.DEFAULT:
+        return schema
+    definitions = cast("dict[str, _Schema]", schema.pop("$defs", {}))
+    inlined = cast("_Schema", _inline(schema, definitions, (), tool_name))
+    if style is SchemaStyle.OPENAI_STRICT:
+        _make_strict(inlined)
+    return inlined
+
+
+def _inline(
+    value: object, definitions: dict[str, _Schema], seen: tuple[str, ...], tool: str
+) -> object:
+    if isinstance(value, list):
+        return [_inline(item, definitions, seen, tool) for item in cast("list[object]", value)]
+    if not isinstance(value, dict):
+        return value
+    node = cast("_Schema", value)
+    reference = node.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/"):
+        name = reference.removeprefix("#/$defs/")
+        if name in seen:
+            raise ValueError(
+                f"tool '{tool}': model {name!r} refers to itself, so its schema cannot be "
+                "inlined; use SchemaStyle.DEFAULT (with $defs) for recursive models"
+            )
+        siblings = {key: item for key, item in node.items() if key != "$ref"}
+        target = cast("_Schema", _inline(definitions[name], definitions, (*seen, name), tool))
+        return {**target, **siblings}
+    return {key: _inline(item, definitions, seen, tool) for key, item in node.items()}
+
+
+def _make_strict(node: object) -> None:
+    if isinstance(node, list):
+        for item in cast("list[object]", node):
+            _make_strict(item)
+        return
+    if not isinstance(node, dict):
+        return
+    schema = cast("_Schema", node)
+    properties = schema.get("properties")
+    if schema.get("type") == "object" and isinstance(properties, dict):
+        fields = cast("dict[str, _Schema]", properties)
+        required = set(cast("list[str]", schema.get("required", [])))
+        for name, field in fields.items():
+            if name not in required:
+                _make_nullable(field)
+        schema["required"] = list(fields)
+        schema["additionalProperties"] = False
+    for key in _SUBSCHEMA_KEYS & schema.keys():
+        _make_strict(schema[key])
+    if isinstance(properties, dict):
+        for subschema in cast("dict[str, object]", properties).values():
+            _make_strict(subschema)
+
+
+def _make_nullable(field: _Schema) -> None:
+    field.pop("default", None)
+    options = field.get("anyOf")
+    if isinstance(options, list):
+        if {"type": "null"} not in cast("list[object]", options):
+            cast("list[object]", options).append({"type": "null"})
+        return
+    branch: _Schema = {key: field.pop(key) for key in list(field) if key != "description"}
+    field["anyOf"] = [branch, {"type": "null"}]
