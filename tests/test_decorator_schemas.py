@@ -199,7 +199,7 @@ class Inline:
         return f"{customer.name} {note} {limit} {customer.address.number}"
 
 
-INLINE_CUSTOMER = {
+INLINE_CUSTOMER: dict[str, Any] = {
     "type": "object",
     "properties": {
         "name": {"type": "string"},
