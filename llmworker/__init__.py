@@ -12,6 +12,7 @@ from ._decorators import (
     definition_of,
     description,
     tool,
+    tool_definitions,
     tool_registry,
 )
 from ._errors import (
@@ -37,7 +38,10 @@ from ._hooks import (
     ToolResult,
 )
 from ._json import JsonObject, JsonValue, canonical_json
+from ._registry_client import ToolRegistryClient
+from ._remote import RemoteTool, RemoteToolServerHandle, SyncRemoteToolServerHandle
 from ._schema import SchemaStyle
+from ._status import RemoteServiceError
 from ._tool import Tool, ToolDefinition, ToolFactory
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
@@ -61,8 +65,12 @@ __all__ = [
     "PostToolCallOutcome",
     "PreToolCallHook",
     "PreToolCallOutcome",
+    "RemoteServiceError",
+    "RemoteTool",
+    "RemoteToolServerHandle",
     "SchemaStyle",
     "Skip",
+    "SyncRemoteToolServerHandle",
     "Tool",
     "ToolBatchAborted",
     "ToolCall",
@@ -72,6 +80,7 @@ __all__ = [
     "ToolFactory",
     "ToolMeta",
     "ToolMethod",
+    "ToolRegistryClient",
     "ToolRegistryError",
     "ToolResult",
     "ToolServer",
@@ -84,5 +93,6 @@ __all__ = [
     "definition_of",
     "description",
     "tool",
+    "tool_definitions",
     "tool_registry",
 ]

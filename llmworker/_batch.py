@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, final
 
-from ._errors import ToolBatchAborted, ToolError, WorkerError
+from ._errors import ToolBatchAborted, ToolError, ToolServerError, WorkerError
 from ._hooks import (
     Abort,
     Continue,
@@ -141,12 +141,13 @@ class _BatchRun:
 
     async def _execute(self) -> list[ToolResult]:
         results = [_skipped_or_missing(planned) for planned in self.planned]
-        async with asyncio.TaskGroup() as group:
-            for index, planned in enumerate(self.planned):
-                if results[index] is None and planned.target is not None:
-                    group.create_task(
-                        _execute_into(results, index, planned.call, planned.target[1])
-                    )
+        runnable = [index for index, result in enumerate(results) if result is None]
+        if len(runnable) == 1:  # the common single call: no task overhead
+            await _execute_into(results, runnable[0], self.planned[runnable[0]])
+        elif runnable:
+            async with asyncio.TaskGroup() as group:
+                for index in runnable:
+                    group.create_task(_execute_into(results, index, self.planned[index]))
         return [result for result in results if result is not None]
 
     async def _run_post_hooks(self, results: list[ToolResult]) -> None:
@@ -165,19 +166,20 @@ class _BatchRun:
 def _skipped_or_missing(planned: _Planned) -> ToolResult | None:
     call = planned.call
     if planned.target is None:
-        return ToolResult(call.id, f"Tool '{call.name}' not found", is_error=True)
+        error = ToolServerError.ToolNotFound(call.name)
+        return ToolResult(call.id, str(error), is_error=True, error=error)
     if planned.skipped:
         return ToolResult(call.id, f"Tool '{call.name}' was skipped by a pre-tool-call hook")
     return None
 
 
-async def _execute_into(
-    results: list[ToolResult | None], index: int, call: ToolCall, tool: Tool
-) -> None:
+async def _execute_into(results: list[ToolResult | None], index: int, planned: _Planned) -> None:
+    call, target = planned.call, planned.target
+    assert target is not None
     try:
-        results[index] = ToolResult(call.id, await execute_tool(tool, call.input_json))
-    except ToolError as error:
-        results[index] = ToolResult(call.id, str(error), is_error=True)
+        results[index] = ToolResult(call.id, await execute_tool(target[1], call.input_json))
+    except (ToolError, ToolServerError) as error:
+        results[index] = ToolResult(call.id, str(error), is_error=True, error=error)
 
 
 async def _resolve(outcome: _Outcome | Awaitable[_Outcome]) -> _Outcome:

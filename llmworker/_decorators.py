@@ -40,6 +40,7 @@ __all__ = [
     "definition_of",
     "description",
     "tool",
+    "tool_definitions",
     "tool_registry",
 ]
 
@@ -150,6 +151,25 @@ class BoundToolMethod(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<bound tool method {self._method.function.__qualname__} of {self.__self__!r}>"
+
+
+def tool_definitions(app: object) -> list[ToolFactory]:
+    """The ToolDefinitions of every ``@tool`` method of ``app`` (inherited ones too), by name.
+
+    ``TypeError`` when ``app``'s class has no ``@tool`` methods.
+    """
+    methods: dict[str, ToolMethod[Any, ..., Any]] = {}
+    for klass in reversed(type(app).__mro__):
+        for value in vars(klass).values():
+            if isinstance(value, ToolMethod):
+                method = typing.cast("ToolMethod[Any, ..., Any]", value)
+                methods[method.name] = method
+    if not methods:
+        raise TypeError(
+            f"{type(app).__qualname__} has no @tool methods; decorate methods with @tool and "
+            "the class with @tool_registry"
+        )
+    return [methods[name].definition_for(app) for name in sorted(methods)]
 
 
 def definition_of(method: BoundToolMethod[P, R]) -> ToolFactory:

@@ -11,9 +11,10 @@ returns ``Continue()`` or ``Abort(reason)``. Hooks may be plain or ``async`` fun
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias, final
 
+from ._errors import ToolError, ToolServerError
 from ._tool import Tool
 from ._tool_meta import ToolMeta
 
@@ -44,11 +45,16 @@ class ToolCall:
 
 @dataclass(slots=True)
 class ToolResult:
-    """The answer to the call ``call_id``, as text for the model."""
+    """The answer to the call ``call_id``, as text for the model.
+
+    ``error`` keeps the exception behind an error result (not compared), so a transport can
+    report the exact variant; ``content`` is its text.
+    """
 
     call_id: str
     content: str
     is_error: bool = False
+    error: ToolError | ToolServerError | None = field(default=None, compare=False, repr=False)
 
 
 @final

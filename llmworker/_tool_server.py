@@ -182,10 +182,14 @@ def _create(definition: ToolDefinition) -> _Entry:
 
 
 async def execute_tool(tool: Tool, input_json: str) -> str:
-    """Await ``tool.execute``; anything but a ``str`` or a ``ToolError`` becomes Internal."""
+    """Await ``tool.execute``; anything but a ``str`` or a ``ToolError`` becomes Internal.
+
+    A ``ToolServerError`` passes through too: a proxy tool raises it when the server that
+    implements the tool cannot be reached.
+    """
     try:
         result = await tool.execute(input_json)
-    except ToolError:
+    except (ToolError, ToolServerError):
         raise
     except Exception as error:
         raise ToolError.Internal(

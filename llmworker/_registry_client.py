@@ -1,0 +1,82 @@
+"""A client of the internal ToolRegistry service: contribute tools from another process."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Final, Self, final
+
+import grpc
+import grpc.aio
+
+from ._status import error_from_rpc
+from ._tool_meta import ToolMeta
+from ._wire import definition_message
+from .v1 import tool_registry_pb2 as pb
+
+__all__ = ["ToolRegistryClient"]
+
+_SERVICE: Final = "/llmworker.v1.ToolRegistry/"
+
+
+@final
+class ToolRegistryClient:
+    """Registers tools served by a provider with a ToolServer's internal listener.
+
+    >>> async with ToolRegistryClient("unix:///run/llmworker.sock", token) as registry:
+    ...     await registry.register_tool(meta, provider_target="127.0.0.1:50061")
+
+    Raises ``ToolRegistryError.DuplicateName`` for a taken name, and ``RemoteServiceError``
+    for a locked registry (reason ``REGISTRY_LOCKED``), a wrong token (``UNAUTHENTICATED``)
+    or a malformed definition (``INVALID_REQUEST``).
+    """
+
+    def __init__(self, target: str, token: str | None = None, *, timeout: float = 10.0):
+        self._channel = grpc.aio.insecure_channel(target)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._timeout = timeout
+        self._register = self._channel.unary_unary(
+            _SERVICE + "RegisterTool",
+            request_serializer=pb.RegisterToolRequest.SerializeToString,
+            response_deserializer=pb.RegisterToolResponse.FromString,
+        )
+        self._lock = self._channel.unary_unary(
+            _SERVICE + "LockRegistry",
+            request_serializer=pb.LockRegistryRequest.SerializeToString,
+            response_deserializer=pb.LockRegistryResponse.FromString,
+        )
+
+    async def register_tool(self, meta: ToolMeta, provider_target: str) -> str:
+        """Register ``meta``, served by ``provider_target``; returns the new fingerprint."""
+        request = pb.RegisterToolRequest(
+            definition=definition_message(meta), provider_target=provider_target
+        )
+        try:
+            response = await self._register(request, metadata=self._metadata, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise error_from_rpc(error) from None
+        return response.fingerprint
+
+    async def lock(self) -> str:
+        """Lock the server's registry; returns the final fingerprint."""
+        try:
+            response = await self._lock(
+                pb.LockRegistryRequest(), metadata=self._metadata, timeout=self._timeout
+            )
+        except grpc.aio.AioRpcError as error:
+            raise error_from_rpc(error) from None
+        return response.fingerprint
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()

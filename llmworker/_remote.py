@@ -1,0 +1,248 @@
+"""Reaching a ToolServer over gRPC: a proxy Tool and remote ToolServerHandles.
+
+``RemoteToolServerHandle`` has the public methods of ``ToolServerHandle``: ``get_tool`` and
+``tool_definitions_sorted`` answer from a cached copy of the server's definitions (refreshed
+cheaply by fingerprint with ``await refresh()``), ``call_tool`` always asks the server and
+raises what a local handle would. So hooks and application code run unchanged on either.
+
+>>> async with await RemoteToolServerHandle.connect("127.0.0.1:50051") as handle:
+...     print(await handle.call_tool("echo", '{"text": "hi"}'))
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Final, Self, final
+
+import grpc
+import grpc.aio
+
+from ._json import canonical_json
+from ._status import error_from_rpc, tool_error_from_rpc
+from ._tool import Tool
+from ._tool_meta import ToolMeta
+from ._tool_server import DefinitionsSnapshot
+from ._wire import meta_from_message
+from .v1 import tool_service_pb2 as pb
+
+__all__ = ["RemoteTool", "RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
+
+_SERVICE: Final = "/llmworker.v1.ToolService/"
+
+
+class _DefinitionsCache:
+    """The last definitions a server sent, with their fingerprint."""
+
+    __slots__ = ("by_name", "snapshot")
+
+    def __init__(self) -> None:
+        self.snapshot = DefinitionsSnapshot((), b"[]", "")
+        self.by_name: dict[str, ToolMeta] = {}
+
+    def request(self) -> pb.ListDefinitionsSortedRequest:
+        return pb.ListDefinitionsSortedRequest(known_fingerprint=self.snapshot.fingerprint)
+
+    def update(self, response: pb.ListDefinitionsSortedResponse) -> bool:
+        if response.unchanged:
+            return False
+        metas = tuple(meta_from_message(message) for message in response.definitions)
+        body = canonical_json([meta.to_json_object() for meta in metas])
+        self.snapshot = DefinitionsSnapshot(metas, body, response.fingerprint)
+        self.by_name = {meta.name: meta for meta in metas}
+        return True
+
+
+@final
+class RemoteTool:
+    """A Tool whose ``execute`` runs the tool ``name`` on a remote ToolService.
+
+    A tool's own error comes back as the same ``ToolError`` variant; a failure of the remote
+    service (unreachable, timed out, overloaded) raises ``RemoteServiceError``.
+    """
+
+    __slots__ = ("_call", "_timeout", "name")
+
+    def __init__(self, channel: grpc.aio.Channel, name: str, timeout: float | None = None):
+        self.name = name
+        self._timeout = timeout
+        self._call = channel.unary_unary(
+            _SERVICE + "CallTool",
+            request_serializer=pb.CallToolRequest.SerializeToString,
+            response_deserializer=pb.CallToolResponse.FromString,
+        )
+
+    async def execute(self, input_json: str) -> str:
+        request = pb.CallToolRequest(name=self.name, input_json=input_json)
+        try:
+            response = await self._call(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise tool_error_from_rpc(error) from None
+        return response.output
+
+    def __repr__(self) -> str:
+        return f"RemoteTool({self.name!r})"
+
+
+@final
+class RemoteToolServerHandle:
+    """A ToolServerHandle backed by a gRPC channel (asyncio)."""
+
+    def __init__(self, channel: grpc.aio.Channel, *, call_timeout: float | None = None) -> None:
+        self._channel = channel
+        self._call_timeout = call_timeout
+        self._cache = _DefinitionsCache()
+        self._tools: dict[str, RemoteTool] = {}
+        self._list = channel.unary_unary(
+            _SERVICE + "ListDefinitionsSorted",
+            request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
+            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
+        )
+        self._call = channel.unary_unary(
+            _SERVICE + "CallTool",
+            request_serializer=pb.CallToolRequest.SerializeToString,
+            response_deserializer=pb.CallToolResponse.FromString,
+        )
+
+    @classmethod
+    async def connect(
+        cls, target: str, *, call_timeout: float | None = None, max_message_bytes: int = 4 << 20
+    ) -> RemoteToolServerHandle:
+        """Open a channel to ``target`` and fetch the definitions."""
+        options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ]
+        handle = cls(grpc.aio.insecure_channel(target, options=options), call_timeout=call_timeout)
+        try:
+            await handle.refresh()
+        except BaseException:
+            await handle.close()
+            raise
+        return handle
+
+    async def refresh(self) -> bool:
+        """Fetch the definitions unless the server's fingerprint is the one held; True if
+        they changed."""
+        request = pb.ListDefinitionsSortedRequest(
+            known_fingerprint=self._cache.snapshot.fingerprint
+        )
+        try:
+            changed = self._cache.update(await self._list(request, timeout=self._call_timeout))
+        except grpc.aio.AioRpcError as rpc_error:
+            error = error_from_rpc(rpc_error)
+            raise error from error.__cause__
+        if changed:
+            self._tools = {
+                name: RemoteTool(self._channel, name, self._call_timeout)
+                for name in self._cache.by_name
+            }
+        return changed
+
+    def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
+        """The cached meta and a proxy Tool for ``name``, or None."""
+        meta = self._cache.by_name.get(name)
+        return None if meta is None else (meta, self._tools[name])
+
+    async def call_tool(self, name: str, input_json: str) -> str:
+        """Run ``name`` on the server; raises as ``ToolServerHandle.call_tool`` does."""
+        try:
+            response = await self._call(
+                pb.CallToolRequest(name=name, input_json=input_json), timeout=self._call_timeout
+            )
+        except grpc.aio.AioRpcError as rpc_error:
+            error = error_from_rpc(rpc_error)
+            raise error from error.__cause__
+        return response.output
+
+    def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
+        """The cached definitions, sorted by name."""
+        return self._cache.snapshot.definitions
+
+    def definitions_snapshot(self) -> DefinitionsSnapshot:
+        """The cached definitions with their canonical JSON and the server's fingerprint."""
+        return self._cache.snapshot
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+@final
+class SyncRemoteToolServerHandle:
+    """The blocking variant of ``RemoteToolServerHandle``, for scripts and sync code."""
+
+    def __init__(self, target: str, *, call_timeout: float | None = None) -> None:
+        self._channel = grpc.insecure_channel(target)
+        self._call_timeout = call_timeout
+        self._cache = _DefinitionsCache()
+        self._list = self._channel.unary_unary(
+            _SERVICE + "ListDefinitionsSorted",
+            request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
+            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
+        )
+        self._call = self._channel.unary_unary(
+            _SERVICE + "CallTool",
+            request_serializer=pb.CallToolRequest.SerializeToString,
+            response_deserializer=pb.CallToolResponse.FromString,
+        )
+        try:
+            self.refresh()
+        except BaseException:
+            self.close()
+            raise
+
+    def refresh(self) -> bool:
+        """As ``RemoteToolServerHandle.refresh``."""
+        request = pb.ListDefinitionsSortedRequest(
+            known_fingerprint=self._cache.snapshot.fingerprint
+        )
+        try:
+            return self._cache.update(self._list(request, timeout=self._call_timeout))
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error)
+            raise error from error.__cause__
+
+    def get_tool(self, name: str) -> ToolMeta | None:
+        """The cached meta of ``name``, or None (call it with ``call_tool``)."""
+        return self._cache.by_name.get(name)
+
+    def call_tool(self, name: str, input_json: str) -> str:
+        """As ``ToolServerHandle.call_tool``, blocking."""
+        try:
+            response = self._call(
+                pb.CallToolRequest(name=name, input_json=input_json), timeout=self._call_timeout
+            )
+        except grpc.RpcError as rpc_error:
+            error = error_from_rpc(rpc_error)
+            raise error from error.__cause__
+        return response.output
+
+    def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
+        """The cached definitions, sorted by name."""
+        return self._cache.snapshot.definitions
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,169 @@
+"""The server process: listeners, health, reflection, locking, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from pathlib import Path
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
+
+from .config import ServerConfig, default_internal_socket
+from .demo_tools import DemoTools
+from .loading import load_definitions
+from .registry import Registry, RegistryService
+from .service import CallLimits, ToolService
+
+__all__ = ["ServerApp"]
+
+_log = logging.getLogger("llmworker.server")
+_TOOL_SERVICE = "llmworker.v1.ToolService"
+_REGISTRY_SERVICE = "llmworker.v1.ToolRegistry"
+
+
+class ServerApp:
+    """One llmworker server: the public ToolService and, unless disabled, the internal
+    ToolRegistry listener.
+
+    >>> app = ServerApp(ServerConfig(port=0, demo=True))
+    >>> await app.start(); print(app.port); await app.stop()  # doctest: +SKIP
+    """
+
+    def __init__(self, config: ServerConfig, worker: Worker[Mutable] | None = None) -> None:
+        config.check()
+        self.config = config
+        self._worker = worker or Worker()
+        self.registry = Registry(self._worker)
+        limits = CallLimits(config.call_timeout, config.tool_timeouts, config.max_concurrent_calls)
+        self.tools = ToolService(self.registry, limits)
+        self._registry_service = RegistryService(self.registry, config.token, config.call_timeout)
+        self._health = health.aio.HealthServicer()
+        self._public: grpc.aio.Server | None = None
+        self._internal: grpc.aio.Server | None = None
+        self._lock_timer: asyncio.TimerHandle | None = None
+        self.port = 0
+        self.internal_target: str | None = None
+
+    async def start(self) -> None:
+        """Load the tools, listen, and report SERVING."""
+        self.registry.register(self._definitions())
+        self._public = self._new_server(reuse_port=self.config.workers > 1)
+        self.tools.add_to(self._public)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._public)
+        reflection.enable_server_reflection(
+            [_TOOL_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._public
+        )
+        self.port = _bind(self._public, self.config.public_address)
+        if self.config.internal:
+            self._internal = self._new_server(reuse_port=False)
+            self._registry_service.add_to(self._internal)
+            self.internal_target = self._bind_internal(self._internal)
+        await self._public.start()
+        if self._internal:
+            await self._internal.start()
+        self._schedule_lock()
+        await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+        _log.info(
+            "serving %d tools on %s:%d (internal: %s, registry %s)",
+            len(self.registry.handle),
+            self.config.host,
+            self.port,
+            self.internal_target or "off",
+            "locked" if self.registry.is_locked else "mutable",
+        )
+        if self.config.register_with:
+            await self._register_with(self.config.register_with)
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop accepting calls, let calls in flight finish within ``grace`` seconds."""
+        grace = self.config.grace_seconds if grace is None else grace
+        if self._lock_timer:
+            self._lock_timer.cancel()
+        await self._health.enter_graceful_shutdown()
+        servers = [server for server in (self._public, self._internal) if server]
+        await asyncio.gather(*(server.stop(grace) for server in servers))
+        await self._registry_service.close()
+        self._remove_socket()
+        _log.info("stopped")
+
+    def _remove_socket(self) -> None:
+        if self.internal_target and self.internal_target.startswith("unix:"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(self.internal_target.removeprefix("unix:")).unlink()
+
+    async def run_until_signal(self) -> None:
+        """Serve until SIGTERM or SIGINT, then stop gracefully."""
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stopping.set)
+        await self.start()
+        await stopping.wait()
+        _log.info(
+            "signal received: finishing calls in flight (grace %.1f s)", self.config.grace_seconds
+        )
+        await self.stop()
+
+    def _definitions(self) -> list[ToolDefinition]:
+        definitions: list[ToolDefinition] = []
+        if self.config.demo:
+            definitions.extend(tool_definitions(DemoTools()))
+        for spec in self.config.tool_specs:
+            definitions.extend(load_definitions(spec))
+        return definitions
+
+    def _new_server(self, *, reuse_port: bool) -> grpc.aio.Server:
+        limit = self.config.max_message_bytes
+        return grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.so_reuseport", 1 if reuse_port else 0),
+            ]
+        )
+
+    def _bind_internal(self, server: grpc.aio.Server) -> str:
+        if self.config.internal_address:
+            port = _bind(server, self.config.internal_address)
+            host = self.config.internal_address.rsplit(":", 1)[0]
+            return f"{host}:{port}"
+        path = self.config.internal_socket or default_internal_socket()
+        if path.is_socket():
+            path.unlink()  # left by a process that died; binding would fail
+        _bind(server, f"unix:{path}")
+        path.chmod(0o600)
+        return f"unix:{path}"
+
+    def _schedule_lock(self) -> None:
+        if not self.config.internal or self.config.lock_at_start:
+            self.registry.lock()
+        elif self.config.registration_window is not None:
+            loop = asyncio.get_running_loop()
+            self._lock_timer = loop.call_later(self.config.registration_window, self.registry.lock)
+
+    async def _register_with(self, target: str) -> None:
+        provider = self.config.advertise or f"{self.config.host}:{self.port}"
+        async with ToolRegistryClient(target, self.config.token) as registry:
+            for meta in self.registry.handle.tool_definitions_sorted():
+                await registry.register_tool(meta, provider)
+        _log.info("registered %d tools with %s as %s", len(self.registry.handle), target, provider)
+
+
+def _bind(server: grpc.aio.Server, address: str) -> int:
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:
+        raise OSError(
+            f"cannot listen on {address} ({error}); is another process using it?"
+        ) from None
+    if port == 0:
+        raise OSError(f"cannot listen on {address}; is another process using it?")
+    return port

@@ -1,0 +1,219 @@
+"""``llmworker-server``: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .app import ServerApp
+from .config import ServerConfig
+
+__all__ = ["main", "parse_args"]
+
+TOKEN_ENV = "LLMWORKER_TOKEN"
+
+
+def _tool_timeout(text: str) -> tuple[str, float]:
+    name, separator, seconds = text.partition("=")
+    try:
+        if not separator or not name:
+            raise ValueError
+        return name, float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SECONDS, e.g. 'search=5'") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llmworker-server",
+        description="Serve llmworker tools over gRPC (llmworker.v1.ToolService), with health "
+        "checking and server reflection, plus an internal ToolRegistry listener through which "
+        "other processes contribute tools.",
+        epilog=f"The registry token is read from ${TOKEN_ENV} or --token-file, never from the "
+        "command line. Example: llmworker-server --demo --tools myapp.tools:MyApp",
+    )
+    tools = parser.add_argument_group("tools")
+    tools.add_argument(
+        "--tools",
+        dest="tool_specs",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="load tools from a @tool_registry class or instance, a ToolDefinition, or a list "
+        "of them (repeatable; the current directory is importable)",
+    )
+    tools.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_list, validate_order)",
+    )
+
+    listen = parser.add_argument_group("listening")
+    listen.add_argument("--host", default="127.0.0.1", help="public address (default %(default)s)")
+    listen.add_argument(
+        "--port",
+        type=int,
+        default=50051,
+        help="public port; 0 picks a free one (default %(default)s)",
+    )
+    listen.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the port (SO_REUSEPORT); needs "
+        "--no-internal (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="largest request or response (default %(default)s)",
+    )
+
+    registry = parser.add_argument_group("internal registry")
+    registry.add_argument(
+        "--no-internal",
+        dest="internal",
+        action="store_false",
+        help="no internal listener; the tool set locks once loaded",
+    )
+    registry.add_argument(
+        "--internal-socket",
+        type=Path,
+        metavar="PATH",
+        help="Unix socket of the internal listener (default: "
+        "$XDG_RUNTIME_DIR or the temp dir, llmworker-<pid>.sock)",
+    )
+    registry.add_argument(
+        "--internal-address",
+        metavar="HOST:PORT",
+        help="internal listener on TCP instead (needs a token)",
+    )
+    registry.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help=f"file holding the registry token (else ${TOKEN_ENV})",
+    )
+    registry.add_argument(
+        "--lock",
+        dest="lock_at_start",
+        action="store_true",
+        help="lock the registry at start: RegisterTool answers FAILED_PRECONDITION",
+    )
+    registry.add_argument(
+        "--registration-window",
+        type=float,
+        metavar="SECONDS",
+        help="lock the registry this long after start",
+    )
+    registry.add_argument(
+        "--register-with",
+        metavar="TARGET",
+        help="act as a provider: register this server's tools with the "
+        "internal listener at TARGET (uses the token)",
+    )
+    registry.add_argument(
+        "--advertise",
+        metavar="HOST:PORT",
+        help="the address other servers reach this one at (default: --host:--port)",
+    )
+
+    calls = parser.add_argument_group("calls")
+    calls.add_argument(
+        "--call-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="timeout of every call; 0 for none (default %(default)s)",
+    )
+    calls.add_argument(
+        "--tool-timeout",
+        type=_tool_timeout,
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="timeout of one tool (repeatable)",
+    )
+    calls.add_argument(
+        "--max-concurrent-calls",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="calls in flight beyond which callers get RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    calls.add_argument(
+        "--grace",
+        dest="grace_seconds",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long calls in flight may finish (default %(default)s)",
+    )
+    calls.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="INFO logs one line per call (default %(default)s)",
+    )
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
+    """The configuration the command line describes; exits with usage on bad input."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or None
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text().strip() or None
+        except OSError as error:
+            parser.error(f"--token-file: {error}")
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        tool_specs=args.tool_specs,
+        demo=args.demo,
+        internal=args.internal,
+        internal_socket=args.internal_socket,
+        internal_address=args.internal_address,
+        token=token,
+        lock_at_start=args.lock_at_start,
+        registration_window=args.registration_window,
+        call_timeout=args.call_timeout or None,
+        tool_timeouts=dict(args.tool_timeout),
+        max_concurrent_calls=args.max_concurrent_calls,
+        max_message_bytes=args.max_message_bytes,
+        grace_seconds=args.grace_seconds,
+        log_level=args.log_level,
+        register_with=args.register_with,
+        advertise=args.advertise,
+        workers=args.workers,
+    )
+    try:
+        config.check()
+    except ValueError as error:
+        parser.error(str(error))
+    return config
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server until SIGTERM/SIGINT; exit 0 after a graceful stop."""
+    config = parse_args(argv)
+    logging.basicConfig(
+        level=config.log_level,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        asyncio.run(ServerApp(config).run_until_signal())
+    except (OSError, ValueError) as error:
+        logging.getLogger("llmworker.server").error("%s", error)
+        return 1
+    return 0

@@ -1,0 +1,62 @@
+"""What the server is told to do: every setting the command line can set."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ServerConfig", "default_internal_socket"]
+
+
+def default_internal_socket() -> Path:
+    """A per-process socket path in the runtime directory (or the temp directory)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"llmworker-{os.getpid()}.sock"
+
+
+@dataclass(slots=True)
+class ServerConfig:
+    """Settings of one server process; defaults are safe for a local machine."""
+
+    host: str = "127.0.0.1"
+    port: int = 50051
+    tool_specs: list[str] = field(default_factory=list[str])
+    demo: bool = False
+    internal: bool = True
+    internal_socket: Path | None = None
+    internal_address: str | None = None
+    token: str | None = None
+    lock_at_start: bool = False
+    registration_window: float | None = None
+    call_timeout: float | None = 30.0
+    tool_timeouts: dict[str, float] = field(default_factory=dict[str, float])
+    max_concurrent_calls: int = 1024
+    max_message_bytes: int = 4 * 1024 * 1024
+    grace_seconds: float = 10.0
+    log_level: str = "INFO"
+    register_with: str | None = None
+    advertise: str | None = None
+    workers: int = 1
+
+    @property
+    def public_address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def check(self) -> None:
+        """Refuse unsafe or contradictory settings with what to change."""
+        if self.internal_address and not self.token:
+            raise ValueError(
+                "--internal-address serves the registry over TCP; set a token "
+                "(LLMWORKER_TOKEN or --token-file) so that only holders of it can register"
+            )
+        if self.max_concurrent_calls < 1:
+            raise ValueError("--max-concurrent-calls must be at least 1")
+        if self.workers < 1:
+            raise ValueError("--workers must be at least 1")
+        if self.workers > 1 and self.internal:
+            raise ValueError(
+                "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "
+                "process would have its own registry)"
+            )

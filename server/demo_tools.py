@@ -1,0 +1,149 @@
+"""The demo tool set that ``make run`` serves: echo, a calculator, a clock, a key-value store
+and an order validator, all written with the decorators."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import datetime
+import math
+import zoneinfo
+from collections.abc import Callable
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, Field
+
+from llmworker import ToolError, description, tool, tool_registry
+
+__all__ = ["DemoTools", "Order"]
+
+_BINARY: Final[dict[type[ast.operator], Callable[[float, float], float]]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
+_UNARY: Final[dict[type[ast.unaryop], Callable[[float], float]]] = {
+    ast.USub: lambda a: -a,
+    ast.UAdd: lambda a: +a,
+}
+_MAX_EXPRESSION: Final = 200
+_MAX_EXPONENT: Final = 100
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+    postcode: Annotated[str, Field(pattern=r"^[0-9A-Z -]{3,10}$")]
+
+
+class OrderLine(BaseModel):
+    sku: Annotated[str, Field(min_length=1, max_length=32)]
+    quantity: Annotated[int, Field(ge=1, le=1000)]
+    unit_price: Annotated[float, Field(ge=0)]
+
+
+class Order(BaseModel):
+    customer: str
+    lines: Annotated[list[OrderLine], Field(min_length=1, max_length=100)]
+    ship_to: Address
+    priority: Literal["standard", "express"] = "standard"
+
+
+@tool_registry
+class DemoTools:
+    """Useful small tools; the key-value store is state shared by every call."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, str] = {}
+        self._lock = asyncio.Lock()
+
+    @tool
+    async def echo(self, text: Annotated[str, description("text to send back")]) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @tool
+    async def calculate(
+        self, expression: Annotated[str, description("arithmetic, e.g. '(2 + 3) * 4 / 5'")]
+    ) -> float:
+        """Evaluate an arithmetic expression with + - * / // % ** and parentheses."""
+        if len(expression) > _MAX_EXPRESSION:
+            raise ToolError.InvalidArgument(
+                f"expression is {len(expression)} characters; the limit is {_MAX_EXPRESSION}"
+            )
+        try:
+            tree = ast.parse(expression, mode="eval")
+        except SyntaxError as error:
+            raise ToolError.InvalidArgument(f"expression is not arithmetic: {error.msg}") from None
+        result = _evaluate(tree.body)
+        if not math.isfinite(result):
+            raise ToolError.ExecutionFailed(f"the result {result} is not a finite number")
+        return result
+
+    @tool
+    async def now(
+        self,
+        timezone: Annotated[str, description("IANA time zone, e.g. 'Europe/Paris'")] = "UTC",
+    ) -> str:
+        """The current date and time in ISO 8601."""
+        try:
+            zone = zoneinfo.ZoneInfo(timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ToolError.InvalidArgument(
+                f"unknown time zone {timezone!r}; use an IANA name such as 'Europe/Paris'"
+            ) from None
+        return datetime.datetime.now(zone).isoformat(timespec="seconds")
+
+    @tool
+    async def kv_set(
+        self,
+        key: Annotated[str, Field(min_length=1, max_length=256)],
+        value: Annotated[str, Field(max_length=65536)],
+    ) -> str:
+        """Store a value under a key (replacing any previous value)."""
+        async with self._lock:
+            self._store[key] = value
+        return "ok"
+
+    @tool
+    async def kv_get(self, key: str) -> str:
+        """The value stored under a key."""
+        try:
+            return self._store[key]
+        except KeyError:
+            raise ToolError.ExecutionFailed(f"no value under key {key!r}; set it first") from None
+
+    @tool
+    async def kv_list(self) -> list[str]:
+        """Every key in the store, sorted."""
+        return sorted(self._store)
+
+    @tool
+    async def validate_order(self, order: Order) -> dict[str, object]:
+        """Check an order and return its total."""
+        total = sum(line.quantity * line.unit_price for line in order.lines)
+        return {"customer": order.customer, "lines": len(order.lines), "total": round(total, 2)}
+
+
+def _evaluate(node: ast.expr) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _evaluate(node.left), _evaluate(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
+            raise ToolError.InvalidArgument(
+                f"exponent {right} is too large (limit {_MAX_EXPONENT})"
+            )
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise ToolError.ExecutionFailed("division by zero") from None
+    raise ToolError.InvalidArgument(
+        f"'{ast.unparse(node)}' is not allowed; use numbers, + - * / // % ** and parentheses"
+    )

@@ -1,0 +1,76 @@
+"""Plumbing shared by the services: lenient request parsing, aborts, handler tables."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar, final
+
+import grpc
+import grpc.aio
+from google.protobuf.message import DecodeError
+
+from llmworker._status import ErrorStatus, Reason
+
+__all__ = ["Context", "MalformedRequest", "abort", "add_service", "unary"]
+
+RequestT = TypeVar("RequestT")
+ResponseT = TypeVar("ResponseT")
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class MalformedRequest:
+    """A request body protobuf could not parse (e.g. a string field that is not UTF-8)."""
+
+    problem: str
+
+
+def _lenient(parse: Callable[[bytes], RequestT]) -> Callable[[bytes], RequestT | MalformedRequest]:
+    """Parse a request, turning a parse failure into a value the handler reports as
+    INVALID_ARGUMENT (gRPC itself would answer INTERNAL)."""
+
+    def deserialize(data: bytes) -> RequestT | MalformedRequest:
+        try:
+            return parse(data)
+        except DecodeError as error:
+            return MalformedRequest(str(error))
+
+    return deserialize
+
+
+async def abort(context: Context, status: ErrorStatus) -> NoReturn:
+    """End the call with ``status`` and its ErrorInfo."""
+    await context.abort(status.code, status.message, status.trailing_metadata())
+
+
+async def abort_malformed(context: Context, request: MalformedRequest) -> NoReturn:
+    await abort(
+        context,
+        ErrorStatus.of(
+            Reason.INVALID_REQUEST,
+            f"the request is not a valid protobuf message ({request.problem}); string fields "
+            "must be UTF-8",
+        ),
+    )
+
+
+def unary(
+    behavior: Callable[[RequestT | MalformedRequest, Context], Awaitable[ResponseT]],
+    parse: Callable[[bytes], RequestT],
+    serialize: Callable[[ResponseT], bytes],
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """A unary-unary handler whose requests are parsed leniently."""
+    return grpc.unary_unary_rpc_method_handler(
+        behavior, request_deserializer=_lenient(parse), response_serializer=serialize
+    )
+
+
+def add_service(
+    server: grpc.aio.Server, name: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+) -> None:
+    """Serve ``handlers`` as the service ``name`` (registered methods: the fast path)."""
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
+    server.add_registered_method_handlers(name, handlers)

@@ -1,0 +1,157 @@
+"""Server lifecycle: locking, health, reflection, graceful shutdown, the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.cli import parse_args
+from server.config import ServerConfig
+
+from .grpc_support import REPO, ServerProcess, serve
+
+
+async def test_without_an_internal_listener_the_registry_locks_at_start() -> None:
+    async with serve(internal=False) as served:
+        assert served.app.internal_target is None
+        assert served.app.registry.is_locked
+        assert served.app.registry.worker.is_locked
+
+
+async def test_the_lock_flag_and_the_registration_window(tmp_path: Path) -> None:
+    async with serve(internal_socket=tmp_path / "a.sock", lock_at_start=True) as served:
+        assert served.app.registry.is_locked
+    async with serve(internal_socket=tmp_path / "b.sock", registration_window=0.2) as served:
+        assert not served.app.registry.is_locked
+        await asyncio.sleep(0.4)
+        assert served.app.registry.is_locked
+
+
+async def test_health_answers_serving_and_reflection_lists_the_services() -> None:
+    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        for service in ("", "llmworker.v1.ToolService"):
+            reply = await check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+        def services() -> list[str]:
+            with grpc.insecure_channel(served.target) as sync_channel:
+                return sorted(ProtoReflectionDescriptorDatabase(sync_channel).get_services())
+
+        assert await asyncio.to_thread(services) == [
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1alpha.ServerReflection",
+            "llmworker.v1.ToolService",
+        ]
+
+
+async def test_stop_lets_a_call_in_flight_finish_and_refuses_new_ones() -> None:
+    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        in_flight = asyncio.ensure_future(
+            stub.CallTool(pb.CallToolRequest(name="sleep", input_json='{"seconds": 0.5}'))
+        )
+        for _ in range(100):
+            if served.tools.started:
+                break
+            await asyncio.sleep(0.01)
+        stopping = asyncio.ensure_future(served.app.stop(grace=5))
+        await asyncio.sleep(0.1)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "late"}'))
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert (await in_flight).output == "slept 0.5"
+        await stopping
+
+
+async def test_sigterm_finishes_the_call_in_flight_and_exits_zero() -> None:
+    process = ServerProcess(
+        ["--tools", "tests.server_tools:ServerTestTools", "--port", "0", "--no-internal"]
+    )
+    try:
+        port = await process.port()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            call = asyncio.ensure_future(
+                stub.CallTool(pb.CallToolRequest(name="sleep", input_json='{"seconds": 1}'))
+            )
+            await asyncio.sleep(0.3)
+            process.terminate()
+            assert (await call).output == "slept 1.0"
+        assert await asyncio.to_thread(process.stop) == 0
+    finally:
+        process.process.kill()
+        process.stop()
+    assert "tool=sleep status=OK" in process.output
+    assert "signal received: finishing calls in flight (grace 10.0 s)" in process.output
+
+
+def test_help_documents_every_flag() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "server", "--help"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    for flag in [
+        "--tools", "--demo", "--host", "--port", "--workers", "--max-message-bytes",
+        "--no-internal", "--internal-socket", "--internal-address", "--token-file", "--lock",
+        "--registration-window", "--register-with", "--advertise", "--call-timeout",
+        "--tool-timeout", "--max-concurrent-calls", "--grace", "--log-level", "LLMWORKER_TOKEN",
+    ]:  # fmt: skip
+        assert flag in completed.stdout, flag
+
+
+def test_parse_args_reads_flags_and_the_token_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LLMWORKER_TOKEN", "from-env")
+    config = parse_args(
+        ["--port", "0", "--tool-timeout", "search=2.5", "--call-timeout", "0", "--demo"]
+    )
+    assert config.token == "from-env"
+    assert config.tool_timeouts == {"search": 2.5}
+    assert config.call_timeout is None
+    assert config.host == "127.0.0.1"
+    assert config.demo
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--internal-address", "127.0.0.1:0"], "set a token"),
+        (["--tool-timeout", "oops"], "is not NAME=SECONDS"),
+        (["--workers", "2"], "add --no-internal"),
+        (["--max-concurrent-calls", "0"], "must be at least 1"),
+    ],
+)
+def test_unsafe_or_malformed_flags_are_refused_with_the_fix(
+    arguments: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("LLMWORKER_TOKEN", raising=False)
+    with pytest.raises(SystemExit) as exited:
+        parse_args(arguments)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_default_config_listens_on_loopback_only() -> None:
+    assert ServerConfig().host == "127.0.0.1"
+    assert ServerConfig().internal_address is None
