@@ -1,18 +1,26 @@
-# `make test` and `make run` bootstrap everything on a fresh machine: the venv and Python deps.
+# `make test` and `make run` bootstrap everything on a fresh machine: the venv, the Python
+# dependencies (pinned by requirements/constraints.txt) and buf (from npm, pinned in tools/).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+BUF := tools/node_modules/.bin/buf
+PROTOS := $(wildcard proto/llmworker/v1/*.proto)
+PORT ?= 50051
 
-.PHONY: test lint typecheck unit run clean
+.PHONY: test lint typecheck unit proto proto-check buf-lint run clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
 	touch $@
 
-test: lint typecheck unit
+$(BUF): tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	test -x $(BUF)
+
+test: lint typecheck proto-check buf-lint unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -25,8 +33,33 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
+# Regenerate the committed Python code from proto/ (protoc from grpcio-tools, mypy-protobuf).
+proto: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iproto \
+	  --python_out=. --grpc_python_out=. --mypy_out=. --mypy_grpc_out=only_async:. $(PROTOS)
+
+# Fail when the committed generated code is not what `make proto` produces.
+proto-check: $(STAMP)
+	rm -rf build/proto-check && mkdir -p build/proto-check
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iproto \
+	  --python_out=build/proto-check --grpc_python_out=build/proto-check \
+	  --mypy_out=build/proto-check --mypy_grpc_out=only_async:build/proto-check $(PROTOS)
+	diff -r -x __pycache__ -x __init__.py build/proto-check/llmworker/v1 llmworker/v1 \
+	  || { echo "generated code in llmworker/v1 is stale: run 'make proto' and commit"; exit 1; }
+
+buf-lint: $(BUF)
+	$(BUF) lint
+	BUF=$(BUF) bash .ci/buf-breaking
+
+# The server with the demo tools on 127.0.0.1:$(PORT), until Ctrl-C.
 run: $(STAMP)
-	$(BIN)/python examples/demo_batch.py
+	@echo "llmworker-server with the demo tools on 127.0.0.1:$(PORT). Try, from another shell:"
+	@echo "  grpcurl -plaintext 127.0.0.1:$(PORT) list"
+	@echo "  grpcurl -plaintext -d '{\"name\":\"echo\",\"input_json\":\"{\\\"text\\\":\\\"hi\\\"}\"}' 127.0.0.1:$(PORT) llmworker.v1.ToolService/CallTool"
+	@echo "  grpcurl -plaintext 127.0.0.1:$(PORT) llmworker.v1.ToolService/ListDefinitionsSorted"
+	@echo "  ghz --insecure --call llmworker.v1.ToolService/CallTool -d '{\"name\":\"echo\",\"input_json\":\"{\\\"text\\\":\\\"hi\\\"}\"}' -n 2000 -c 16 127.0.0.1:$(PORT)"
+	@echo "  (grpcurl and ghz: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest, github.com/bojand/ghz/cmd/ghz@latest)"
+	$(BIN)/llmworker-server --demo --port $(PORT)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build tools/node_modules .mypy_cache .pytest_cache .ruff_cache
