@@ -7,8 +7,18 @@ STAMP := $(VENV)/.installed-stamp
 BUF := tools/node_modules/.bin/buf
 PROTOS := $(wildcard proto/llmworker/v1/*.proto)
 PORT ?= 50051
+GOBIN_DIR := $(CURDIR)/.tools/go/bin
+PROTOC_GEN_GO := $(GOBIN_DIR)/protoc-gen-go
+PROTOC_GEN_GO_GRPC := $(GOBIN_DIR)/protoc-gen-go-grpc
+GHZ := $(GOBIN_DIR)/ghz
+GHZ_VERSION := v0.120.0
+INTEROP_GO := tests/interop/go/bin/interop
+INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
+GO_MAPPINGS := $(foreach f,tool tool_service tool_registry,\
+  --go_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1 \
+  --go-grpc_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1)
 
-.PHONY: test lint typecheck unit proto proto-check buf-lint run clean
+.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,11 +26,39 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
 	touch $@
 
-$(BUF): tools/package.json tools/package-lock.json
+$(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck proto-check buf-lint unit
+test: lint typecheck proto-check buf-lint interop $(GHZ) unit
+
+# Go and Node.js must be on PATH; everything else comes from the module proxy and npm.
+toolchains:
+	@command -v go >/dev/null || { echo "Go is required for the interop tests and ghz: install Go 1.24+"; exit 1; }
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "Node.js and npm are required for buf and the Node interop tests"; exit 1; }
+
+$(PROTOC_GEN_GO): | toolchains
+	GOBIN=$(GOBIN_DIR) go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+
+$(PROTOC_GEN_GO_GRPC): | toolchains
+	GOBIN=$(GOBIN_DIR) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+$(GHZ): | toolchains
+	GOBIN=$(GOBIN_DIR) go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
+
+# The Go interop program, generated from proto/ and built (not committed).
+$(INTEROP_GO): $(PROTOS) $(wildcard tests/interop/go/*.go) tests/interop/go/go.mod tests/interop/go/go.sum $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) $(STAMP)
+	rm -rf tests/interop/go/gen && mkdir -p tests/interop/go/gen
+	PATH="$(GOBIN_DIR):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iproto \
+	  --go_out=tests/interop/go/gen --go_opt=paths=source_relative \
+	  --go-grpc_out=tests/interop/go/gen --go-grpc_opt=paths=source_relative \
+	  $(GO_MAPPINGS) $(PROTOS)
+	cd tests/interop/go && go build -o bin/interop .
+
+$(INTEROP_NODE): tests/interop/node/package.json tests/interop/node/package-lock.json | toolchains
+	cd tests/interop/node && npm ci --no-audit --no-fund --loglevel=error
+
+interop: $(INTEROP_GO) $(INTEROP_NODE)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -62,4 +100,5 @@ run: $(STAMP)
 	$(BIN)/llmworker-server --demo --port $(PORT)
 
 clean:
-	rm -rf $(VENV) build tools/node_modules .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build .tools tools/node_modules tests/interop/go/gen tests/interop/go/bin \
+	  tests/interop/node/node_modules .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,44 @@
+// Command interop exercises the llmworker gRPC contract from Go.
+//
+//	interop client   -target HOST:PORT -fingerprint HEX
+//	interop provider -registry unix:///path.sock -token TOKEN
+//
+// The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
+// "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
+// provider serves the Go tool "go_reverse", registers it with a server's internal
+// ToolRegistry, prints "READY <port>" and serves until SIGTERM.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "client":
+		flags := flag.NewFlagSet("client", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		fingerprint := flags.String("fingerprint", "", "the fingerprint Python computed")
+		_ = flags.Parse(os.Args[2:])
+		err = runClient(*target, *fingerprint)
+	case "provider":
+		flags := flag.NewFlagSet("provider", flag.ExitOnError)
+		registry := flags.String("registry", "", "internal ToolRegistry target of the server")
+		token := flags.String("token", "", "the server's registry token")
+		_ = flags.Parse(os.Args[2:])
+		err = runProvider(*registry, *token)
+	default:
+		err = fmt.Errorf("unknown command %q: use client or provider", os.Args[1])
+	}
+	if err != nil {
+		fmt.Println("FAIL", err)
+		os.Exit(1)
+	}
+}

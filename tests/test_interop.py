@@ -1,0 +1,96 @@
+"""Workers in other languages: a Go and a Node.js client, and a Go tool provider.
+
+The binaries come from ``make interop`` (part of ``make test``); a missing one is a failure
+that says how to build it, never a skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmworker import RemoteToolServerHandle, ToolError, ToolServerError
+
+from .grpc_support import REPO, serve
+
+GO_BINARY = REPO / "tests/interop/go/bin/interop"
+NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
+NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
+TOKEN = "interop-token"
+CHECKS = [
+    "OK list 4 sorted definitions",
+    "OK list unchanged for a known fingerprint",
+    "OK call echo",
+    "OK unknown tool",
+    "OK invalid arguments",
+    "OK deadline honoured",
+]
+
+
+def require(path: Path) -> None:
+    if not path.exists():
+        pytest.fail(f"{path.relative_to(REPO)} is missing: run 'make interop' (make test does)")
+
+
+async def run(*command: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, output.decode()
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_a_client_in_another_language_sees_the_same_contract(language: str) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    async with serve() as served:
+        fingerprint = served.app.registry.handle.definitions_snapshot().fingerprint
+        if language == "go":
+            code, output = await run(
+                str(GO_BINARY), "client", "-target", served.target, "-fingerprint", fingerprint
+            )
+        else:
+            code, output = await run("node", str(NODE_CLIENT), served.target, fingerprint)
+        assert code == 0, output
+        for check in CHECKS:
+            if language == "node" and check.startswith("OK get"):
+                continue
+            assert check in output, output
+        for _ in range(100):
+            if served.tools.cancelled:
+                break
+            await asyncio.sleep(0.02)
+        assert served.tools.cancelled == 1, "the deadline must cancel the tool coroutine"
+
+
+async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path: Path) -> None:
+    require(GO_BINARY)
+    async with serve(internal_socket=tmp_path / "registry.sock", token=TOKEN) as served:
+        assert served.app.internal_target is not None
+        provider = await asyncio.create_subprocess_exec(
+            str(GO_BINARY), "provider", "-registry", served.app.internal_target, "-token", TOKEN,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            assert provider.stdout is not None
+            ready = await asyncio.wait_for(provider.stdout.readline(), timeout=30)
+            assert ready.startswith(b"READY "), ready
+            async with await RemoteToolServerHandle.connect(served.target) as handle:
+                assert handle.get_tool("go_reverse") is not None
+                assert await handle.call_tool("go_reverse", '{"text": "héllo"}') == "olléh"
+                with pytest.raises(ToolServerError.ToolExecution) as caught:
+                    await handle.call_tool("go_reverse", '{"txt": 1}')
+                assert isinstance(caught.value.__cause__, ToolError.InvalidArgument)
+                assert str(caught.value) == (
+                    "Tool execution failed: Invalid argument: text: Field required"
+                )
+                found = handle.get_tool("go_reverse")
+                assert found is not None
+                assert await found[1].execute('{"text": "abc"}') == "cba"
+        finally:
+            provider.terminate()
+            await asyncio.wait_for(provider.wait(), timeout=10)
