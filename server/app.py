@@ -11,13 +11,13 @@ from pathlib import Path
 import grpc
 import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
 
 from .config import ServerConfig, default_internal_socket
 from .demo_tools import DemoTools
 from .loading import load_definitions
+from .reflection import enable_reflection
 from .registry import Registry, RegistryService
 from .service import CallLimits, ToolService
 
@@ -54,12 +54,10 @@ class ServerApp:
     async def start(self) -> None:
         """Load the tools, listen, and report SERVING."""
         self.registry.register(self._definitions())
-        self._public = self._new_server(reuse_port=self.config.workers > 1)
+        self._public = self._new_server(reuse_port=self.config.reuse_port)
         self.tools.add_to(self._public)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._public)
-        reflection.enable_server_reflection(
-            [_TOOL_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._public
-        )
+        enable_reflection(self._public, [_TOOL_SERVICE, health.SERVICE_NAME])
         self.port = _bind(self._public, self.config.public_address)
         if self.config.internal:
             self._internal = self._new_server(reuse_port=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .app import ServerApp
 from .config import ServerConfig
+from .workers import run_workers
 
 __all__ = ["main", "parse_args"]
 
@@ -69,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         help="serve from N processes sharing the port (SO_REUSEPORT); needs "
         "--no-internal (default %(default)s)",
     )
+    listen.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     listen.add_argument(
         "--max-message-bytes",
         type=int,
@@ -195,6 +197,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         register_with=args.register_with,
         advertise=args.advertise,
         workers=args.workers,
+        reuse_port=args.reuse_port,
     )
     try:
         config.check()
@@ -211,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    if config.workers > 1:
+        return run_workers(sys.argv[1:] if argv is None else argv, config.workers)
     try:
         asyncio.run(ServerApp(config).run_until_signal())
     except (OSError, ValueError) as error:

@@ -39,6 +39,7 @@ class ServerConfig:
     register_with: str | None = None
     advertise: str | None = None
     workers: int = 1
+    reuse_port: bool = False
 
     @property
     def public_address(self) -> str:
@@ -55,6 +56,8 @@ class ServerConfig:
             raise ValueError("--max-concurrent-calls must be at least 1")
         if self.workers < 1:
             raise ValueError("--workers must be at least 1")
+        if self.workers > 1 and self.port == 0:
+            raise ValueError("--workers N > 1 needs a fixed --port for the processes to share")
         if self.workers > 1 and self.internal:
             raise ValueError(
                 "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "

@@ -1,0 +1,101 @@
+"""The floor: a bare grpc.aio ToolService that does no tool work. NOT product code.
+
+CallTool answers with the input as output (no parsing, no validation, no hooks, no logging);
+ListDefinitionsSorted answers with response bytes built once at start-up for ``--tools N``
+benchmark tools (the same bytes the real server sends). It measures what gRPC in Python
+costs by itself, so each scenario can be reported as a ratio to it.
+
+    python -m bench.floor_server --port 50151 [--tools 1000] [--reuse-port]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from collections.abc import Awaitable
+from typing import TypeVar
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from llmworker import Worker, tool_definitions
+from llmworker._wire import definitions_response
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.reflection import enable_reflection
+
+from .many_tools import build_class
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+Context = grpc.aio.ServicerContext[Req, Awaitable[Resp]]
+
+
+class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
+    def __init__(self, definitions: pb.ListDefinitionsSortedResponse) -> None:
+        self._definitions = definitions
+
+    async def GetTool(
+        self, request: pb.GetToolRequest, context: Context[pb.GetToolRequest, pb.GetToolResponse]
+    ) -> pb.GetToolResponse:
+        return pb.GetToolResponse()
+
+    async def CallTool(
+        self,
+        request: pb.CallToolRequest,
+        context: Context[pb.CallToolRequest, pb.CallToolResponse],
+    ) -> pb.CallToolResponse:
+        return pb.CallToolResponse(output=request.input_json)
+
+    async def ListDefinitionsSorted(
+        self,
+        request: pb.ListDefinitionsSortedRequest,
+        context: Context[pb.ListDefinitionsSortedRequest, pb.ListDefinitionsSortedResponse],
+    ) -> pb.ListDefinitionsSortedResponse:
+        return self._definitions
+
+
+def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:
+    worker = Worker()
+    if count:
+        worker.register_tools(tool_definitions(build_class(count)()))
+    body = definitions_response(worker.tool_server_handle().definitions_snapshot())
+    return pb.ListDefinitionsSortedResponse.FromString(body)
+
+
+async def serve(port: int, tools: int, reuse_port: bool) -> None:
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 1 if reuse_port else 0)])
+    tool_service_pb2_grpc.add_ToolServiceServicer_to_server(
+        FloorToolService(_definitions(tools)), server
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    # The same reflection as the server (stock grpcio-reflection cannot resolve method names).
+    enable_reflection(server, ["llmworker.v1.ToolService", health.SERVICE_NAME])
+    port = server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    print(f"floor serving {tools} tools on 127.0.0.1:{port}", flush=True)
+    await stopping.wait()
+    await server.stop(1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The floor: a bare grpc.aio ToolService.")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tools", type=int, default=0, help="benchmark tools to list")
+    parser.add_argument("--reuse-port", action="store_true")
+    args = parser.parse_args()
+    asyncio.run(serve(args.port, args.tools, args.reuse_port))
+
+
+if __name__ == "__main__":
+    main()

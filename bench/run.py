@@ -1,0 +1,325 @@
+"""``make bench``: ghz against the server and against the floor, scenario by scenario.
+
+Every scenario runs the same ghz command against a bare servicer (``bench/floor_server.py``)
+and against ``llmworker-server``, and reports requests/s, p50, p99 and the ratio to the floor.
+Traffic goes to 127.0.0.1 only; every run is bounded by a request count and a timeout.
+
+    python -m bench.run [--smoke] [--out bench/results/DATE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2
+
+REPO = Path(__file__).resolve().parent.parent
+GHZ = REPO / ".tools/go/bin/ghz"
+WORKERS_PORT = int(os.environ.get("BENCH_WORKERS_PORT", "50151"))
+GHZ_TIMEOUT_S = 300
+
+
+@dataclass
+class Scenario:
+    name: str
+    method: str
+    messages: Sequence[Mapping[str, object]]
+    count: int
+    tools: str = "demo"  # "demo" or a number of benchmark tools
+    expected_errors: int = 0
+    with_proto: bool = False
+
+
+@dataclass
+class Measurement:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    count: int
+    status_codes: dict[str, int]
+    ghz_cpu_s: float
+    wall_s: float
+
+
+@dataclass
+class Result:
+    scenario: str
+    workers: int
+    floor: Measurement
+    server: Measurement
+    ratio: float
+    notes: list[str] = field(default_factory=list[str])
+
+
+class Process:
+    """A server child process; its output is collected and the port it reports read."""
+
+    def __init__(self, command: Sequence[str], log: Path) -> None:
+        self.log = log.open("w")
+        self.process = subprocess.Popen(
+            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.port: int | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.log.write(line)
+            if self.port is None and " tools on 127.0.0.1:" in line:
+                self.port = int(line.split("127.0.0.1:", 1)[1].split()[0])
+                self._ready.set()
+        self._ready.set()
+
+    def wait_port(self, timeout: float = 120) -> int:
+        self._ready.wait(timeout)
+        if self.port is None:
+            raise RuntimeError(f"server did not start; see {self.log.name}")
+        return self.port
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def wait_serving(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        while time.monotonic() < deadline:
+            try:
+                if check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.01)
+    raise RuntimeError(f"127.0.0.1:{port} is not SERVING after {timeout} s")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def ghz(port: int, scenario: Scenario, count: int, workdir: Path) -> Measurement:
+    data = workdir / f"{scenario.name}.json"
+    messages = scenario.messages
+    data.write_text(json.dumps(list(messages) if len(messages) > 1 else messages[0]))
+    report = workdir / f"{scenario.name}.report.json"
+    command = [
+        str(GHZ), "--insecure", "--call", f"llmworker.v1.ToolService/{scenario.method}",
+        "--data-file", str(data), "-n", str(count), "-c", "32", "--connections", "2",
+        "--timeout", "20s", "--format", "json", "--output", str(report),
+    ]  # fmt: skip
+    if scenario.with_proto:
+        command += ["--proto", "proto/llmworker/v1/tool_service.proto", "--import-paths", "proto"]
+    command.append(f"127.0.0.1:{port}")
+    cpu_before, started = children_cpu(), time.perf_counter()
+    subprocess.run(command, cwd=REPO, check=True, timeout=GHZ_TIMEOUT_S, capture_output=True)
+    wall, cpu = time.perf_counter() - started, children_cpu() - cpu_before
+    parsed: dict[str, Any] = json.loads(report.read_text())
+    distribution: list[dict[str, float]] = parsed["latencyDistribution"] or []
+    latencies = {int(item["percentage"]): item["latency"] / 1e6 for item in distribution}
+    return Measurement(
+        rps=round(parsed["rps"], 1),
+        p50_ms=round(latencies.get(50, 0.0), 3),
+        p99_ms=round(latencies.get(99, 0.0), 3),
+        count=parsed["count"],
+        status_codes=parsed.get("statusCodeDistribution") or {},
+        ghz_cpu_s=round(cpu, 2),
+        wall_s=round(wall, 2),
+    )
+
+
+def server_command(tools: str, workers: int, port: int) -> list[str]:
+    command = [sys.executable, "-m", "server", "--no-internal", "--port", str(port),
+               "--log-level", "INFO", "--workers", str(workers)]  # fmt: skip
+    if tools == "demo":
+        return [*command, "--demo"]
+    return [*command, "--tools", f"bench.many_tools:tools_{tools}"]
+
+
+def floor_command(tools: str, workers: int, port: int) -> list[str]:
+    command = [sys.executable, "-m", "bench.floor_server", "--port", str(port)]
+    if tools != "demo":
+        command += ["--tools", tools]
+    return command + (["--reuse-port"] if workers > 1 else [])
+
+
+def measure(scenario: Scenario, workers: int, workdir: Path) -> Result:
+    """Floor first, then the server, each warmed up, same ghz command."""
+    measurements: list[Measurement] = []
+    for kind in ("floor", "server"):
+        port = 0 if workers == 1 else WORKERS_PORT
+        log = workdir / f"{scenario.name}-{kind}-{workers}.log"
+        if kind == "floor":
+            processes = [Process(floor_command(scenario.tools, workers, port), log)
+                         for _ in range(workers)]  # fmt: skip
+        else:
+            processes = [Process(server_command(scenario.tools, workers, port), log)]
+        try:
+            port = processes[0].wait_port()
+            for process in processes[1:]:
+                process.wait_port()
+            wait_serving(port)
+            ghz(port, scenario, max(50, scenario.count // 10), workdir)  # warm-up
+            measurements.append(ghz(port, scenario, scenario.count, workdir))
+        finally:
+            for process in processes:
+                process.stop()
+    floor, server = measurements
+    result = Result(scenario.name, workers, floor, server, round(server.rps / floor.rps, 3))
+    errors = sum(n for code, n in server.status_codes.items() if code != "OK")
+    if errors != scenario.expected_errors * scenario.count // 100 and scenario.expected_errors:
+        result.notes.append(f"expected {scenario.expected_errors}% errors, got {errors}")
+    elif not scenario.expected_errors and errors:
+        result.notes.append(f"unexpected errors: {server.status_codes}")
+    return result
+
+
+def echo(text: str) -> dict[str, object]:
+    return {"name": "echo", "input_json": json.dumps({"text": text})}
+
+
+def scenarios(smoke: bool) -> list[Scenario]:
+    scale = 0.01 if smoke else 1.0
+    order = {
+        "customer": "ACME",
+        "ship_to": {"street": "1 Main St", "city": "Springfield", "postcode": "12345"},
+        "lines": [{"sku": f"SKU-{i}", "quantity": i + 1, "unit_price": 9.5} for i in range(5)],
+    }
+    invalid = {"name": "echo", "input_json": "[]"}
+    return [
+        Scenario("echo_64b", "CallTool", [echo("x" * 50)], int(20_000 * scale) + 100),
+        Scenario("echo_64b_with_proto", "CallTool", [echo("x" * 50)], int(5_000 * scale) + 100,
+                 with_proto=True),
+        Scenario("echo_16kib", "CallTool", [echo("x" * 16_370)], int(10_000 * scale) + 100),
+        Scenario("validate_order", "CallTool",
+                 [{"name": "validate_order", "input_json": json.dumps({"order": order})}],
+                 int(20_000 * scale) + 100),
+        Scenario("list_1000_tools", "ListDefinitionsSorted", [{}], int(2_000 * scale) + 100,
+                 tools="1000" if not smoke else "100"),
+        Scenario("mixed_1pct_invalid", "CallTool", [echo("y" * 50)] * 99 + [invalid],
+                 int(200 * scale) * 100 + 100, expected_errors=1),
+    ]  # fmt: skip
+
+
+def startup_metrics(smoke: bool, workdir: Path) -> dict[str, float]:
+    """Registration time, RSS with many tools, cold start to SERVING."""
+    from bench.many_tools import build_class
+    from llmworker import Worker, tool_definitions
+
+    started = time.perf_counter()
+    worker = Worker()
+    worker.register_tools(tool_definitions(build_class(1000)()))
+    register_s = time.perf_counter() - started
+
+    many = "100" if smoke else "10000"
+    process = Process(server_command(many, 1, 0), workdir / "rss.log")
+    try:
+        port = process.wait_port(timeout=300)
+        wait_serving(port)
+        rss_kb = int(next(line.split()[1] for line in Path(f"/proc/{process.process.pid}/status")
+                          .read_text().splitlines() if line.startswith("VmRSS")))  # fmt: skip
+    finally:
+        process.stop()
+
+    started = time.perf_counter()
+    process = Process(server_command("demo", 1, 0), workdir / "cold.log")
+    try:
+        wait_serving(process.wait_port())
+        cold_start_s = time.perf_counter() - started
+    finally:
+        process.stop()
+    return {
+        "register_1000_decorated_tools_s": round(register_s, 3),
+        f"rss_with_{many}_tools_mb": round(rss_kb / 1024, 1),
+        "cold_start_to_serving_s": round(cold_start_s, 3),
+    }
+
+
+def environment() -> dict[str, object]:
+    import grpc as grpc_module
+
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line), "")
+    ghz_version = subprocess.run([str(GHZ), "--version"], capture_output=True, text=True).stdout
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "grpcio": grpc_module.__version__,
+        "ghz": ghz_version.strip() or "v0.120.0",
+        "ghz_settings": "-c 32 --connections 2, warm-up run of 10% first",
+    }
+
+
+def print_table(results: list[Result], metrics: dict[str, float]) -> None:
+    print(f"{'scenario':<22}{'workers':>8}{'floor rps':>11}{'server rps':>12}{'ratio':>7}"
+          f"{'p50 ms':>8}{'p99 ms':>8}{'ghz cpu':>9}  notes")  # fmt: skip
+    for r in results:
+        ghz_cpu = r.server.ghz_cpu_s / r.server.wall_s if r.server.wall_s else 0
+        print(f"{r.scenario:<22}{r.workers:>8}{r.floor.rps:>11.0f}{r.server.rps:>12.0f}"
+              f"{r.ratio:>7.2f}{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}{ghz_cpu:>8.0%}"
+              f"  {'; '.join(r.notes)}")  # fmt: skip
+    for name, value in metrics.items():
+        print(f"{name}: {value}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="ghz benchmarks of llmworker-server")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: proves the harness")
+    parser.add_argument("--out", type=Path, help="results file (default bench/results/DATE.json)")
+    parser.add_argument("--workers", type=int, nargs="*", default=[2],
+                        help="worker counts to compare with the floor on echo_64b")  # fmt: skip
+    args = parser.parse_args(argv)
+    if not GHZ.exists():
+        print(f"{GHZ} is missing: run 'make bench' (it installs ghz with go install)")
+        return 1
+    out = args.out or REPO / "bench/results" / f"{datetime.date.today().isoformat()}.json"
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="llmworker-bench-") as directory:
+        workdir = Path(directory)
+        all_scenarios = scenarios(args.smoke)
+        for scenario in all_scenarios:
+            results.append(measure(scenario, 1, workdir))
+        for workers in args.workers:
+            results.append(measure(all_scenarios[0], workers, workdir))
+        metrics = startup_metrics(args.smoke, workdir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"environment": environment(), "smoke": args.smoke,
+                               "results": [asdict(r) for r in results], "metrics": metrics},
+                              indent=2) + "\n")  # fmt: skip
+    print_table(results, metrics)
+    print(f"results: {out}")
+    return 1 if any(r.notes for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
