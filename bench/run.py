@@ -18,7 +18,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 GHZ = REPO / ".tools/go/bin/ghz"
 WORKERS_PORT = int(os.environ.get("BENCH_WORKERS_PORT", "50151"))
 GHZ_TIMEOUT_S = 300
+GHZ_PREFIX: list[str] = []
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Measurement:
     count: int
     status_codes: dict[str, int]
     ghz_cpu_s: float
+    server_cpu_us_per_request: float
     wall_s: float
 
 
@@ -67,31 +68,27 @@ class Result:
 
 
 class Process:
-    """A server child process; its output is collected and the port it reports read."""
+    """A server child process writing straight to a log file (as under an operator's
+    supervisor: no reader in this process competes for the cores)."""
 
     def __init__(self, command: Sequence[str], log: Path) -> None:
-        self.log = log.open("w")
-        self.process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self.port: int | None = None
-        self._ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.log.write(line)
-            if self.port is None and " tools on 127.0.0.1:" in line:
-                self.port = int(line.split("127.0.0.1:", 1)[1].split()[0])
-                self._ready.set()
-        self._ready.set()
+        self.log = log
+        with log.open("w") as output:
+            self.process = subprocess.Popen(
+                command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT, text=True
+            )
 
     def wait_port(self, timeout: float = 120) -> int:
-        self._ready.wait(timeout)
-        if self.port is None:
-            raise RuntimeError(f"server did not start; see {self.log.name}")
-        return self.port
+        """The port from the server's "serving ... on 127.0.0.1:PORT" line."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.log.read_text().splitlines():
+                if " tools on 127.0.0.1:" in line:
+                    return int(line.split("127.0.0.1:", 1)[1].split()[0])
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise RuntimeError(f"server did not start:\n{self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -100,7 +97,6 @@ class Process:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.log.close()
 
 
 def wait_serving(port: int, timeout: float = 60) -> None:
@@ -126,13 +122,35 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def ghz(port: int, scenario: Scenario, count: int, workdir: Path) -> Measurement:
+def process_cpu(pids: Sequence[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` and their children used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += sum(int(value) for value in fields[11:15]) / ticks
+    return total
+
+
+def server_pids(processes: Sequence[Process]) -> list[int]:
+    """The server processes and, for --workers N, their worker children."""
+    pids: list[int] = []
+    for process in processes:
+        pids.append(process.process.pid)
+        children = Path(f"/proc/{process.process.pid}/task/{process.process.pid}/children")
+        pids.extend(int(pid) for pid in children.read_text().split())
+    return pids
+
+
+def ghz(
+    port: int, scenario: Scenario, count: int, workdir: Path, pids: Sequence[int] = ()
+) -> Measurement:
     data = workdir / f"{scenario.name}.json"
     messages = scenario.messages
     data.write_text(json.dumps(list(messages) if len(messages) > 1 else messages[0]))
     report = workdir / f"{scenario.name}.report.json"
     command = [
-        str(GHZ), "--insecure", "--call", f"llmworker.v1.ToolService/{scenario.method}",
+        *GHZ_PREFIX, str(GHZ), "--insecure", "--call", f"llmworker.v1.ToolService/{scenario.method}",
         "--data-file", str(data), "-n", str(count), "-c", "32", "--connections", "2",
         "--timeout", "20s", "--format", "json", "--output", str(report),
     ]  # fmt: skip
@@ -140,8 +158,10 @@ def ghz(port: int, scenario: Scenario, count: int, workdir: Path) -> Measurement
         command += ["--proto", "proto/llmworker/v1/tool_service.proto", "--import-paths", "proto"]
     command.append(f"127.0.0.1:{port}")
     cpu_before, started = children_cpu(), time.perf_counter()
+    server_before = process_cpu(pids)
     subprocess.run(command, cwd=REPO, check=True, timeout=GHZ_TIMEOUT_S, capture_output=True)
     wall, cpu = time.perf_counter() - started, children_cpu() - cpu_before
+    server_cpu = process_cpu(pids) - server_before
     parsed: dict[str, Any] = json.loads(report.read_text())
     distribution: list[dict[str, float]] = parsed["latencyDistribution"] or []
     latencies = {int(item["percentage"]): item["latency"] / 1e6 for item in distribution}
@@ -152,6 +172,7 @@ def ghz(port: int, scenario: Scenario, count: int, workdir: Path) -> Measurement
         count=parsed["count"],
         status_codes=parsed.get("statusCodeDistribution") or {},
         ghz_cpu_s=round(cpu, 2),
+        server_cpu_us_per_request=round(server_cpu / parsed["count"] * 1e6, 1),
         wall_s=round(wall, 2),
     )
 
@@ -188,7 +209,8 @@ def measure(scenario: Scenario, workers: int, workdir: Path) -> Result:
                 process.wait_port()
             wait_serving(port)
             ghz(port, scenario, max(50, scenario.count // 10), workdir)  # warm-up
-            measurements.append(ghz(port, scenario, scenario.count, workdir))
+            pids = server_pids(processes)
+            measurements.append(ghz(port, scenario, scenario.count, workdir, pids))
         finally:
             for process in processes:
                 process.stop()
@@ -282,11 +304,13 @@ def environment() -> dict[str, object]:
 
 def print_table(results: list[Result], metrics: dict[str, float]) -> None:
     print(f"{'scenario':<22}{'workers':>8}{'floor rps':>11}{'server rps':>12}{'ratio':>7}"
-          f"{'p50 ms':>8}{'p99 ms':>8}{'ghz cpu':>9}  notes")  # fmt: skip
+          f"{'p50 ms':>8}{'p99 ms':>8}{'cpu us/req':>16}{'ghz cpu':>9}  notes")  # fmt: skip
     for r in results:
         ghz_cpu = r.server.ghz_cpu_s / r.server.wall_s if r.server.wall_s else 0
         print(f"{r.scenario:<22}{r.workers:>8}{r.floor.rps:>11.0f}{r.server.rps:>12.0f}"
-              f"{r.ratio:>7.2f}{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}{ghz_cpu:>8.0%}"
+              f"{r.ratio:>7.2f}{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}"
+              f"{r.floor.server_cpu_us_per_request:>8.0f}/{r.server.server_cpu_us_per_request:<7.0f}"
+              f"{ghz_cpu:>8.0%}"
               f"  {'; '.join(r.notes)}")  # fmt: skip
     for name, value in metrics.items():
         print(f"{name}: {value}")

@@ -117,7 +117,7 @@ class _BatchRun:
         """Run pre-hooks from where the batch stands; True when one paused."""
         while self.position < len(self.planned):
             planned = self.planned[self.position]
-            if planned.target is not None:
+            if planned.target is not None and self.hooks.pre:
                 meta, tool = planned.target
                 context = ToolCallContext(planned.call, meta, tool)
                 hooks = self.hooks.pre
@@ -142,44 +142,71 @@ class _BatchRun:
     async def _execute(self) -> list[ToolResult]:
         results = [_skipped_or_missing(planned) for planned in self.planned]
         runnable = [index for index, result in enumerate(results) if result is None]
-        if len(runnable) == 1:  # the common single call: no task overhead
-            await _execute_into(results, runnable[0], self.planned[runnable[0]])
+
+        async def execute(index: int) -> None:
+            planned = self.planned[index]
+            assert planned.target is not None
+            results[index] = await _execute_call(planned.call, planned.target[1])
+
+        if len(runnable) == 1:  # no task overhead for a lone call
+            await execute(runnable[0])
         elif runnable:
             async with asyncio.TaskGroup() as group:
                 for index in runnable:
-                    group.create_task(_execute_into(results, index, self.planned[index]))
+                    group.create_task(execute(index))
         return [result for result in results if result is not None]
 
     async def _run_post_hooks(self, results: list[ToolResult]) -> None:
         for index, planned in enumerate(self.planned):
-            if planned.target is None or planned.skipped:
-                continue
-            meta, tool = planned.target
-            context = PostToolCallContext(planned.call, results[index], meta, tool)
-            for hook in self.hooks.post:
-                outcome = await _resolve(hook(context))
-                if isinstance(outcome, Abort):
-                    raise ToolBatchAborted(outcome.reason, planned.call.id)
-            results[index] = context.result
+            if planned.target is not None and not planned.skipped:
+                results[index] = await _run_post_hooks(
+                    self.hooks.post, planned.call, results[index], planned.target
+                )
 
 
 def _skipped_or_missing(planned: _Planned) -> ToolResult | None:
     call = planned.call
     if planned.target is None:
-        error = ToolServerError.ToolNotFound(call.name)
-        return ToolResult(call.id, str(error), is_error=True, error=error)
+        return _missing(call)
     if planned.skipped:
         return ToolResult(call.id, f"Tool '{call.name}' was skipped by a pre-tool-call hook")
     return None
 
 
-async def _execute_into(results: list[ToolResult | None], index: int, planned: _Planned) -> None:
-    call, target = planned.call, planned.target
-    assert target is not None
+def _missing(call: ToolCall) -> ToolResult:
+    error = ToolServerError.ToolNotFound(call.name)
+    return ToolResult(call.id, str(error), is_error=True, error=error)
+
+
+async def _execute_call(call: ToolCall, tool: Tool) -> ToolResult:
     try:
-        results[index] = ToolResult(call.id, await execute_tool(target[1], call.input_json))
+        return ToolResult(call.id, await execute_tool(tool, call.input_json))
     except (ToolError, ToolServerError) as error:
-        results[index] = ToolResult(call.id, str(error), is_error=True, error=error)
+        return ToolResult(call.id, str(error), is_error=True, error=error)
+
+
+async def _run_post_hooks(
+    hooks: list[PostToolCallHook], call: ToolCall, result: ToolResult, target: tuple[ToolMeta, Tool]
+) -> ToolResult:
+    if not hooks:
+        return result
+    context = PostToolCallContext(call, result, *target)
+    for hook in hooks:
+        outcome = await _resolve(hook(context))
+        if isinstance(outcome, Abort):
+            raise ToolBatchAborted(outcome.reason, call.id)
+    return context.result
+
+
+async def _run_one(
+    handle: ToolServerHandle, hooks: list[PostToolCallHook], call: ToolCall
+) -> BatchOutcome:
+    """A lone call with no pre-hooks: nothing can pause or skip it, so no batch state."""
+    target = handle.get_tool(call.name)
+    if target is None:
+        return Completed([_missing(call)])
+    result = await _execute_call(call, target[1])
+    return Completed([await _run_post_hooks(hooks, call, result, target)])
 
 
 async def _resolve(outcome: _Outcome | Awaitable[_Outcome]) -> _Outcome:
@@ -188,11 +215,13 @@ async def _resolve(outcome: _Outcome | Awaitable[_Outcome]) -> _Outcome:
     return outcome
 
 
-async def run_batch(
+def run_batch(
     handle: ToolServerHandle, hooks: HookChains, calls: Sequence[ToolCall]
-) -> BatchOutcome:
+) -> Awaitable[BatchOutcome]:
     """Run ``calls`` through ``hooks`` on ``handle``'s tools."""
-    return await _BatchRun(handle, hooks, calls).advance()
+    if len(calls) == 1 and not hooks.pre:
+        return _run_one(handle, hooks.post, calls[0])
+    return _BatchRun(handle, hooks, calls).advance()
 
 
 async def resume_batch(paused: Paused) -> BatchOutcome:

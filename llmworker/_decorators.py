@@ -339,14 +339,6 @@ def _wrapper_class(
     names = tuple(args_model.model_fields)
     is_async = inspect.iscoroutinefunction(function)
 
-    async def call(instance: object, arguments: dict[str, object]) -> object:
-        if is_async:
-            coroutine = typing.cast(
-                "Coroutine[object, object, object]", function(instance, **arguments)
-            )
-            return await coroutine
-        return await asyncio.to_thread(function, instance, **arguments)
-
     class Wrapper:
         __slots__ = ("instance",)
 
@@ -357,7 +349,12 @@ def _wrapper_class(
             parsed = parse_arguments(args_model, input_json)
             arguments = {name: getattr(parsed, name) for name in names}
             try:
-                result = await call(self.instance, arguments)
+                if is_async:
+                    result = await typing.cast(
+                        "Coroutine[object, object, object]", function(self.instance, **arguments)
+                    )
+                else:
+                    result = await asyncio.to_thread(function, self.instance, **arguments)
             except ToolError:
                 raise
             except Exception as error:

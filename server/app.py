@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from pathlib import Path
 
 import grpc
@@ -14,6 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
 
+from .call_log import CallLog
 from .config import ServerConfig, default_internal_socket
 from .demo_tools import DemoTools
 from .loading import load_definitions
@@ -23,7 +25,7 @@ from .service import CallLimits, ToolService
 
 __all__ = ["ServerApp"]
 
-_log = logging.getLogger("llmworker.server")
+_log = logging.getLogger("llmworker.server.lifecycle")
 _TOOL_SERVICE = "llmworker.v1.ToolService"
 _REGISTRY_SERVICE = "llmworker.v1.ToolRegistry"
 
@@ -42,7 +44,9 @@ class ServerApp:
         self._worker = worker or Worker()
         self.registry = Registry(self._worker)
         limits = CallLimits(config.call_timeout, config.tool_timeouts, config.max_concurrent_calls)
-        self.tools = ToolService(self.registry, limits)
+        calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
+        self._call_log = CallLog(sys.stderr) if calls_logged else None
+        self.tools = ToolService(self.registry, limits, self._call_log)
         self._registry_service = RegistryService(self.registry, config.token, config.call_timeout)
         self._health = health.aio.HealthServicer()
         self._public: grpc.aio.Server | None = None
@@ -89,6 +93,8 @@ class ServerApp:
         servers = [server for server in (self._public, self._internal) if server]
         await asyncio.gather(*(server.stop(grace) for server in servers))
         await self._registry_service.close()
+        if self._call_log is not None:
+            self._call_log.close()
         self._remove_socket()
         _log.info("stopped")
 

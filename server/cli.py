@@ -214,11 +214,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    # Start, stop and the port served are always reported; --log-level governs the rest.
+    logging.getLogger("llmworker.server.lifecycle").setLevel(
+        min(logging.INFO, logging.getLevelNamesMapping()[config.log_level])
+    )
     if config.workers > 1:
         return run_workers(sys.argv[1:] if argv is None else argv, config.workers)
     try:
         asyncio.run(ServerApp(config).run_until_signal())
     except (OSError, ValueError) as error:
-        logging.getLogger("llmworker.server").error("%s", error)
+        logging.getLogger("llmworker.server.lifecycle").error("%s", error)
         return 1
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import time
 from collections.abc import Mapping
 from typing import Final
@@ -17,13 +16,17 @@ from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 
+from .call_log import CallLog
 from .registry import Registry
 from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, unary
+from .timeouts import TimeoutWatchdog
 
 __all__ = ["CallLimits", "ToolService"]
 
 _SERVICE: Final = "llmworker.v1.ToolService"
-_calls_log = logging.getLogger("llmworker.server.calls")
+_EMPTY_NAME: Final = ErrorStatus.of(
+    Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
+)
 
 
 class CallLimits:
@@ -49,12 +52,16 @@ class CallLimits:
 class ToolService:
     """Serves one registry's tools; every call runs through the worker's hooks."""
 
-    def __init__(self, registry: Registry, limits: CallLimits) -> None:
+    def __init__(
+        self, registry: Registry, limits: CallLimits, call_log: CallLog | None = None
+    ) -> None:
         self._registry = registry
         self._limits = limits
+        self._call_log = call_log
         self._in_flight = 0
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
+        self._watchdog = TimeoutWatchdog()
 
     def add_to(self, server: grpc.aio.Server) -> None:
         add_service(
@@ -87,12 +94,12 @@ class ToolService:
     ) -> pb.GetToolResponse:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
-        await _check_name(context, request.name)
-        found = self._registry.handle.get_tool(request.name)
+        name = request.name
+        if not name:
+            await abort(context, _EMPTY_NAME)
+        found = self._registry.handle.get_tool(name)
         if found is None:
-            await abort(
-                context, status_of(ToolServerError.ToolNotFound(request.name), request.name)
-            )
+            await abort(context, status_of(ToolServerError.ToolNotFound(name), name))
         return pb.GetToolResponse(definition=definition_message(found[0]))
 
     async def list_definitions_sorted(
@@ -115,7 +122,8 @@ class ToolService:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
         name = request.name
-        await _check_name(context, name)
+        if not name:
+            await abort(context, _EMPTY_NAME)
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(
                 context,
@@ -134,13 +142,8 @@ class ToolService:
             label = status.code.name if status else "OK"
         finally:
             self._in_flight -= 1
-            if _calls_log.isEnabledFor(logging.INFO):
-                _calls_log.info(
-                    "tool=%s status=%s duration_ms=%.3f",
-                    name,
-                    label,
-                    (time.perf_counter() - started) * 1000,
-                )
+            if self._call_log is not None:
+                self._call_log.record(name, label, time.perf_counter() - started)
         if status is not None:
             await abort(context, status)
         return pb.CallToolResponse(output=output)
@@ -150,10 +153,16 @@ class ToolService:
     ) -> tuple[str, ErrorStatus | None]:
         timeout = self._limits.timeout_for(name, context.time_remaining())
         call = ToolCall(str(next(self._call_ids)), name, input_json)
+        task = asyncio.current_task()
+        assert task is not None
+        if timeout is not None:
+            self._watchdog.watch(task, timeout)
         try:
-            async with asyncio.timeout(timeout):
-                outcome = await self._registry.worker.call_tools((call,))
-        except TimeoutError:
+            outcome = await self._registry.worker.call_tools((call,))
+        except asyncio.CancelledError:
+            if not self._watchdog.finish(task):
+                raise  # the client cancelled, or its deadline passed
+            task.uncancel()
             return "", ErrorStatus.of(
                 Reason.TOOL_TIMEOUT,
                 f"Tool '{name}' did not finish within {timeout:.3g} s (the smaller of the "
@@ -162,6 +171,8 @@ class ToolService:
             )
         except ToolBatchAborted as error:
             return "", ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=name)
+        finally:
+            self._watchdog.finish(task)
         if isinstance(outcome, Paused):
             return "", ErrorStatus.of(
                 Reason.HOOK_ABORTED,
@@ -177,14 +188,3 @@ class ToolService:
 
 def _as_is(response: bytes) -> bytes:
     return response
-
-
-async def _check_name(context: Context, name: str) -> None:
-    if not name:
-        await abort(
-            context,
-            ErrorStatus.of(
-                Reason.INVALID_REQUEST,
-                "the tool name is empty; pass a name from ListDefinitionsSorted",
-            ),
-        )

@@ -16,7 +16,7 @@ from types import FrameType
 
 __all__ = ["run_workers"]
 
-_log = logging.getLogger("llmworker.server")
+_log = logging.getLogger("llmworker.server.lifecycle")
 
 
 def _without_workers_flag(argv: Sequence[str]) -> list[str]:
