@@ -1,0 +1,44 @@
+"""A smoke run of the ghz harness (``make bench`` measures; this proves it works)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .grpc_support import REPO
+
+GHZ = REPO / ".tools/go/bin/ghz"
+
+
+def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: Path) -> None:
+    if not GHZ.exists():
+        pytest.fail("ghz is missing: run 'make test' (it installs ghz with go install)")
+    out = tmp_path / "smoke.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads(out.read_text())
+    scenarios = {(result["scenario"], result["workers"]) for result in report["results"]}
+    assert scenarios == {
+        ("echo_64b", 1), ("echo_64b_with_proto", 1), ("echo_16kib", 1), ("validate_order", 1),
+        ("list_1000_tools", 1), ("mixed_1pct_invalid", 1), ("echo_64b", 2),
+    }  # fmt: skip
+    for result in report["results"]:
+        assert result["floor"]["rps"] > 0
+        assert result["server"]["rps"] > 0
+        assert result["ratio"] > 0
+        assert result["notes"] == []
+    mixed = next(r for r in report["results"] if r["scenario"] == "mixed_1pct_invalid")
+    assert mixed["server"]["status_codes"]["InvalidArgument"] == mixed["server"]["count"] // 100
+    assert set(report["metrics"]) == {
+        "register_1000_decorated_tools_s",
+        "rss_with_100_tools_mb",
+        "cold_start_to_serving_s",
+    }
+    assert "echo_64b" in completed.stdout
