@@ -89,6 +89,10 @@ buf-lint: $(BUF)
 	$(BUF) lint
 	BUF=$(BUF) bash .ci/buf-breaking
 
+# ghz against the floor and the server, scenario by scenario (see BENCHMARKS.md).
+bench: $(STAMP) $(GHZ)
+	$(BIN)/python -m bench.run
+
 # The server with the demo tools on 127.0.0.1:$(PORT), until Ctrl-C.
 run: $(STAMP)
 	@echo "llmworker-server with the demo tools on 127.0.0.1:$(PORT). Try, from another shell:"

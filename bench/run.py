@@ -31,7 +31,6 @@ REPO = Path(__file__).resolve().parent.parent
 GHZ = REPO / ".tools/go/bin/ghz"
 WORKERS_PORT = int(os.environ.get("BENCH_WORKERS_PORT", "50151"))
 GHZ_TIMEOUT_S = 300
-GHZ_PREFIX: list[str] = []
 
 
 @dataclass
@@ -150,7 +149,7 @@ def ghz(
     data.write_text(json.dumps(list(messages) if len(messages) > 1 else messages[0]))
     report = workdir / f"{scenario.name}.report.json"
     command = [
-        *GHZ_PREFIX, str(GHZ), "--insecure", "--call", f"llmworker.v1.ToolService/{scenario.method}",
+        str(GHZ), "--insecure", "--call", f"llmworker.v1.ToolService/{scenario.method}",
         "--data-file", str(data), "-n", str(count), "-c", "32", "--connections", "2",
         "--timeout", "20s", "--format", "json", "--output", str(report),
     ]  # fmt: skip
