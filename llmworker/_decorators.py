@@ -16,23 +16,18 @@ its parameters), ``ToolGetUser`` (the Tool wrapping an instance) and ``get_user_
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import typing
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, final, overload
 
 import pydantic
-import pydantic_core
-from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.fields import FieldInfo
 
-from ._arguments import parse_arguments, render_result
-from ._errors import ToolError
-from ._schema import SchemaStyle, arguments_schema
-from ._tool import Tool, ToolFactory
-from ._tool_meta import ToolMeta
+from ._generated_tool import GeneratedTool, generate_tool, pascal_case
+from ._schema import SchemaStyle
+from ._tool import ToolFactory
 
 __all__ = [
     "BoundToolMethod",
@@ -69,7 +64,7 @@ class ToolMethod(Generic[OwnerT, P, R]):
         self.name = function.__name__
         self.__doc__ = function.__doc__
         self.__wrapped__ = function
-        self._built: _BuiltTool | None = None
+        self._built: GeneratedTool | None = None
         self._owner: type | None = None
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -101,16 +96,14 @@ class ToolMethod(Generic[OwnerT, P, R]):
 
     def generate(
         self, owner: type, default_style: SchemaStyle, local_names: dict[str, object]
-    ) -> _BuiltTool:
+    ) -> GeneratedTool:
         """Build the args model, schema, meta and wrapper class for ``owner``.
 
         ``local_names`` resolves annotations naming classes local to the defining function.
         """
-        style = self.schema_style or default_style
-        args_model, wrapper = _generate(owner, self, local_names)
-        schema = arguments_schema(args_model, style, self.name)
-        doc = inspect.cleandoc(self.function.__doc__ or "") or f"Tool: {self.name}"
-        self._built = _BuiltTool(ToolMeta(self.name, doc, schema), args_model, wrapper)
+        self._built = generate_tool(
+            owner, self.function, self.schema_style or default_style, local_names
+        )
         return self._built
 
     def _not_built(self) -> TypeError:
@@ -243,19 +236,6 @@ def tool_registry(
     return decorate if cls is None else decorate(cls)
 
 
-class _BuiltTool:
-    """What ``@tool_registry`` made for one method: meta, arguments model, wrapper class."""
-
-    __slots__ = ("args_model", "meta", "wrapper")
-
-    def __init__(
-        self, meta: ToolMeta, args_model: type[BaseModel], wrapper: Callable[[object], Tool]
-    ) -> None:
-        self.meta = meta
-        self.args_model = args_model
-        self.wrapper = wrapper
-
-
 def _build_registry(cls: type, default_style: SchemaStyle, local_names: dict[str, object]) -> None:
     methods: list[ToolMethod[Any, ..., Any]] = [
         value for value in vars(cls).values() if isinstance(value, ToolMethod)
@@ -263,14 +243,14 @@ def _build_registry(cls: type, default_style: SchemaStyle, local_names: dict[str
     for method in methods:
         _check_names_are_free(cls, method.name)
         built = method.generate(cls, default_style, local_names)
-        pascal = _pascal_case(method.name)
-        setattr(cls, f"{pascal}Args", built.args_model)
+        pascal = pascal_case(method.name)
+        setattr(cls, f"{pascal}Args", built.arguments)
         setattr(cls, f"Tool{pascal}", built.wrapper)
         setattr(cls, f"{method.name}_definition", _definition_method(method))
 
 
 def _check_names_are_free(cls: type, name: str) -> None:
-    pascal = _pascal_case(name)
+    pascal = pascal_case(name)
     for generated in (f"{pascal}Args", f"Tool{pascal}", f"{name}_definition"):
         if generated in vars(cls):
             raise TypeError(
@@ -286,86 +266,6 @@ def _definition_method(method: ToolMethod[Any, ..., Any]) -> Callable[[object], 
     definition.__name__ = f"{method.name}_definition"
     definition.__doc__ = f"The ToolDefinition of the tool '{method.name}' bound to this instance."
     return definition
-
-
-def _pascal_case(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
-
-
-def _generate(
-    cls: type, method: ToolMethod[Any, ..., Any], local_names: dict[str, object]
-) -> tuple[type[BaseModel], Callable[[object], Tool]]:
-    function = method.function
-    where = f"@tool {cls.__qualname__}.{method.name}"
-    try:
-        hints = typing.get_type_hints(function, localns=local_names, include_extras=True)
-    except Exception as error:
-        raise TypeError(f"{where}: cannot resolve its annotations: {error}") from error
-    fields: dict[str, Any] = {}
-    for parameter in list(inspect.signature(function).parameters.values())[1:]:
-        annotation = hints[parameter.name]
-        if parameter.default is inspect.Parameter.empty:
-            fields[parameter.name] = (annotation, ...)
-        else:
-            fields[parameter.name] = (
-                typing.Annotated[annotation, BeforeValidator(_null_means_default)],
-                parameter.default,
-            )
-    pascal = _pascal_case(method.name)
-    try:
-        args_model: type[BaseModel] = pydantic.create_model(
-            f"{pascal}Args",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            __module__=cls.__module__,
-            **fields,
-        )
-    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
-        raise TypeError(f"{where}: a parameter type has no JSON Schema: {error}") from error
-    args_model.__qualname__ = f"{cls.__qualname__}.{pascal}Args"
-    wrapper = _wrapper_class(cls, method, args_model, pascal)
-    return args_model, wrapper
-
-
-def _null_means_default(value: object) -> object:
-    if value is None:
-        raise pydantic_core.PydanticUseDefault()
-    return value
-
-
-def _wrapper_class(
-    cls: type, method: ToolMethod[Any, ..., Any], args_model: type[BaseModel], pascal: str
-) -> type[Tool]:
-    function = method.function
-    names = tuple(args_model.model_fields)
-    is_async = inspect.iscoroutinefunction(function)
-
-    class Wrapper:
-        __slots__ = ("instance",)
-
-        def __init__(self, instance: object) -> None:
-            self.instance = instance
-
-        async def execute(self, input_json: str) -> str:
-            parsed = parse_arguments(args_model, input_json)
-            arguments = {name: getattr(parsed, name) for name in names}
-            try:
-                if is_async:
-                    result = await typing.cast(
-                        "Coroutine[object, object, object]", function(self.instance, **arguments)
-                    )
-                else:
-                    result = await asyncio.to_thread(function, self.instance, **arguments)
-            except ToolError:
-                raise
-            except Exception as error:
-                raise ToolError.ExecutionFailed(str(error)) from error
-            return render_result(result)
-
-    Wrapper.__name__ = f"Tool{pascal}"
-    Wrapper.__qualname__ = f"{cls.__qualname__}.Tool{pascal}"
-    Wrapper.__module__ = cls.__module__
-    Wrapper.__doc__ = f"The Tool running {cls.__qualname__}.{method.name} on one instance."
-    return Wrapper
 
 
 def _check_signature(function: Callable[..., object]) -> None:

@@ -88,14 +88,17 @@ async def run(factory: ToolFactory, arguments: str) -> str:
 
 
 def test_generated_classes_are_attributes_with_pascal_case_names() -> None:
-    # Pyright cannot see generated attributes (mypy can, with llmworker.mypy): use vars().
-    generated = vars(MyApp)
+    # Pyright cannot see generated attributes (mypy can, with llmworker.mypy): use getattr.
+    names = ["SearchArgs", "GetUserArgs", "ToolGetUser", "ToolSearch", "get_user_definition"]
+    generated = {name: getattr(MyApp, name) for name in names}
     assert generated["SearchArgs"].__name__ == "SearchArgs"
     assert generated["GetUserArgs"].__qualname__ == "MyApp.GetUserArgs"
     assert generated["ToolGetUser"].__qualname__ == "MyApp.ToolGetUser"
     assert generated["ToolSearch"].__name__ == "ToolSearch"
     app = MyApp()
     meta, instance = generated["get_user_definition"](app)()
+    assert issubclass(generated["GetUserArgs"], BaseModel)
+    assert getattr(MyApp, names[1]) is generated["GetUserArgs"], "built once, then kept"
     assert isinstance(instance, generated["ToolGetUser"])
     assert meta == app.get_user.definition().meta
     assert meta.name == "get_user"

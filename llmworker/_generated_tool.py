@@ -1,0 +1,177 @@
+"""What ``@tool_registry`` generates for one method: its arguments model, meta and Tool class."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+from collections.abc import Callable, Coroutine
+from typing import Any, final
+
+import pydantic
+import pydantic_core
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from ._arguments import parse_arguments, render_result
+from ._errors import ToolError
+from ._schema import SchemaStyle, arguments_schema
+from ._tool import Tool
+from ._tool_meta import ToolMeta
+
+__all__ = ["ArgumentsModel", "GeneratedTool", "generate_tool", "pascal_case"]
+
+
+def pascal_case(name: str) -> str:
+    """``get_user`` -> ``GetUser``: each snake_case segment capitalised."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+@final
+class ArgumentsModel:
+    """The pydantic model of a tool's parameters, built when first needed.
+
+    A model costs about 0.5 ms and 20 KB (class, core schema, validator, serializer). A server
+    with thousands of tools calls few of them, so once its JSON Schema is taken the model is
+    dropped and rebuilt on the first call. As a class attribute (``MyApp.GetUserArgs``) it
+    reads as the model class itself.
+    """
+
+    __slots__ = ("_fields", "_model", "_module", "_name", "_qualname", "_where")
+
+    def __init__(
+        self, name: str, qualname: str, module: str, fields: dict[str, Any], where: str
+    ) -> None:
+        self._name, self._qualname, self._module = name, qualname, module
+        self._fields = fields
+        self._where = where
+        self._model: type[BaseModel] | None = None
+
+    def get(self) -> type[BaseModel]:
+        """The model class, built on first use."""
+        if self._model is None:
+            self._model = self._build()
+        return self._model
+
+    def release(self) -> None:
+        """Drop the model; ``get`` builds it again."""
+        self._model = None
+
+    def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
+        return self.get()
+
+    def _build(self) -> type[BaseModel]:
+        try:
+            model: type[BaseModel] = pydantic.create_model(
+                self._name,
+                __config__=ConfigDict(extra="forbid"),
+                __module__=self._module,
+                **self._fields,
+            )
+        except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+            raise TypeError(
+                f"{self._where}: a parameter type has no JSON Schema: {error}"
+            ) from error
+        model.__qualname__ = self._qualname
+        return model
+
+
+@final
+class GeneratedTool:
+    """One method's meta, arguments model and Tool class."""
+
+    __slots__ = ("arguments", "meta", "wrapper")
+
+    def __init__(
+        self, meta: ToolMeta, arguments: ArgumentsModel, wrapper: Callable[[object], Tool]
+    ) -> None:
+        self.meta = meta
+        self.arguments = arguments
+        self.wrapper = wrapper
+
+
+def generate_tool(
+    owner: type,
+    function: Callable[..., object],
+    style: SchemaStyle,
+    local_names: dict[str, object],
+) -> GeneratedTool:
+    """Generate the tool of ``function``, a method of ``owner``.
+
+    ``local_names`` resolves annotations naming classes local to the defining function.
+    """
+    name = function.__name__
+    where = f"@tool {owner.__qualname__}.{name}"
+    pascal = pascal_case(name)
+    arguments = ArgumentsModel(
+        f"{pascal}Args",
+        f"{owner.__qualname__}.{pascal}Args",
+        owner.__module__,
+        _fields(function, local_names, where),
+        where,
+    )
+    schema = arguments_schema(arguments.get(), style, name)
+    arguments.release()
+    doc = inspect.cleandoc(function.__doc__ or "") or f"Tool: {name}"
+    wrapper = _wrapper_class(owner, function, arguments, pascal)
+    return GeneratedTool(ToolMeta(name, doc, schema), arguments, wrapper)
+
+
+def _fields(
+    function: Callable[..., object], local_names: dict[str, object], where: str
+) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(function, localns=local_names, include_extras=True)
+    except Exception as error:
+        raise TypeError(f"{where}: cannot resolve its annotations: {error}") from error
+    fields: dict[str, Any] = {}
+    for parameter in list(inspect.signature(function).parameters.values())[1:]:
+        annotation = hints[parameter.name]
+        if parameter.default is inspect.Parameter.empty:
+            fields[parameter.name] = (annotation, ...)
+        else:
+            fields[parameter.name] = (
+                typing.Annotated[annotation, BeforeValidator(_null_means_default)],
+                parameter.default,
+            )
+    return fields
+
+
+def _null_means_default(value: object) -> object:
+    if value is None:
+        raise pydantic_core.PydanticUseDefault()
+    return value
+
+
+def _wrapper_class(
+    owner: type, function: Callable[..., object], arguments: ArgumentsModel, pascal: str
+) -> type[Tool]:
+    names = tuple(inspect.signature(function).parameters)[1:]
+    is_async = inspect.iscoroutinefunction(function)
+
+    class Wrapper:
+        __slots__ = ("instance",)
+
+        def __init__(self, instance: object) -> None:
+            self.instance = instance
+
+        async def execute(self, input_json: str) -> str:
+            parsed = parse_arguments(arguments.get(), input_json)
+            values = {name: getattr(parsed, name) for name in names}
+            try:
+                if is_async:
+                    result = await typing.cast(
+                        "Coroutine[object, object, object]", function(self.instance, **values)
+                    )
+                else:
+                    result = await asyncio.to_thread(function, self.instance, **values)
+            except ToolError:
+                raise
+            except Exception as error:
+                raise ToolError.ExecutionFailed(str(error)) from error
+            return render_result(result)
+
+    Wrapper.__name__ = f"Tool{pascal}"
+    Wrapper.__qualname__ = f"{owner.__qualname__}.Tool{pascal}"
+    Wrapper.__module__ = owner.__module__
+    Wrapper.__doc__ = f"The Tool running {owner.__qualname__}.{function.__name__} on one instance."
+    return Wrapper
