@@ -34,7 +34,7 @@ test: lint typecheck proto-check buf-lint interop $(GHZ) unit
 
 # Go and Node.js must be on PATH; everything else comes from the module proxy and npm.
 toolchains:
-	@command -v go >/dev/null || { echo "Go is required for the interop tests and ghz: install Go 1.24+"; exit 1; }
+	@command -v go >/dev/null || { echo "Go is required for the interop tests and ghz: install Go 1.26+"; exit 1; }
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "Node.js and npm are required for buf and the Node interop tests"; exit 1; }
 
 $(PROTOC_GEN_GO): | toolchains
@@ -99,8 +99,8 @@ run: $(STAMP)
 	@echo "  grpcurl -plaintext 127.0.0.1:$(PORT) list"
 	@echo "  grpcurl -plaintext -d '{\"name\":\"echo\",\"input_json\":\"{\\\"text\\\":\\\"hi\\\"}\"}' 127.0.0.1:$(PORT) llmworker.v1.ToolService/CallTool"
 	@echo "  grpcurl -plaintext 127.0.0.1:$(PORT) llmworker.v1.ToolService/ListDefinitionsSorted"
-	@echo "  ghz --insecure --call llmworker.v1.ToolService/CallTool -d '{\"name\":\"echo\",\"input_json\":\"{\\\"text\\\":\\\"hi\\\"}\"}' -n 2000 -c 16 127.0.0.1:$(PORT)"
-	@echo "  (grpcurl and ghz: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest, github.com/bojand/ghz/cmd/ghz@latest)"
+	@echo "  $(GHZ) --insecure --call llmworker.v1.ToolService/CallTool -d '{\"name\":\"echo\",\"input_json\":\"{\\\"text\\\":\\\"hi\\\"}\"}' -n 2000 -c 16 127.0.0.1:$(PORT)"
+	@echo "  (grpcurl: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest; ghz: make bench installs it)"
 	$(BIN)/llmworker-server --demo --port $(PORT)
 
 clean:

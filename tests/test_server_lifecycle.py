@@ -50,15 +50,20 @@ async def test_health_answers_serving_and_reflection_lists_the_services() -> Non
             reply = await check(health_pb2.HealthCheckRequest(service=service))
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
-        def services() -> list[str]:
+        def services_and_method_file() -> tuple[list[str], str]:
             with grpc.insecure_channel(served.target) as sync_channel:
-                return sorted(ProtoReflectionDescriptorDatabase(sync_channel).get_services())
+                database = ProtoReflectionDescriptorDatabase(sync_channel)
+                # ghz and `grpcurl describe` ask for the file of a method symbol.
+                method_file = database.FindFileContainingSymbol("llmworker.v1.ToolService.CallTool")
+                return sorted(database.get_services()), method_file.name
 
-        assert await asyncio.to_thread(services) == [
+        services, method_file = await asyncio.to_thread(services_and_method_file)
+        assert services == [
             "grpc.health.v1.Health",
             "grpc.reflection.v1alpha.ServerReflection",
             "llmworker.v1.ToolService",
         ]
+        assert method_file == "llmworker/v1/tool_service.proto"
 
 
 async def test_stop_lets_a_call_in_flight_finish_and_refuses_new_ones() -> None:
