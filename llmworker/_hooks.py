@@ -57,9 +57,8 @@ class ToolResult:
     error: ToolError | ToolServerError | None = field(default=None, compare=False, repr=False)
 
 
-@final
-class ToolCallContext:
-    """What a pre-tool-call hook sees: the call (replaceable and mutable), meta and tool."""
+class _ToolContext:
+    """The call a hook may rewrite, with the registered meta and the live tool (read-only)."""
 
     __slots__ = ("_meta", "_tool", "call")
 
@@ -75,31 +74,26 @@ class ToolCallContext:
 
     @property
     def tool(self) -> Tool:
-        """The live instance that will execute the call; isinstance-check it to read state."""
+        """The live instance that runs the call; isinstance-check it to read its state."""
         return self._tool
 
 
 @final
-class PostToolCallContext:
+class ToolCallContext(_ToolContext):
+    """What a pre-tool-call hook sees: the call (replaceable and mutable), meta and tool."""
+
+    __slots__ = ()
+
+
+@final
+class PostToolCallContext(_ToolContext):
     """What a post-tool-call hook sees: the call, its result (replaceable), meta and tool."""
 
-    __slots__ = ("_meta", "_tool", "call", "result")
+    __slots__ = ("result",)
 
     def __init__(self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool) -> None:
-        self.call = call
+        super().__init__(call, meta, tool)
         self.result = result
-        self._meta = meta
-        self._tool = tool
-
-    @property
-    def meta(self) -> ToolMeta:
-        """The registered metadata (read-only)."""
-        return self._meta
-
-    @property
-    def tool(self) -> Tool:
-        """The live instance that executed the call."""
-        return self._tool
 
 
 @final

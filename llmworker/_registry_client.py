@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Final, Self, final
+from typing import Final, final
 
 import grpc
 import grpc.aio
 
+from ._channel_owner import ChannelOwner
 from ._status import error_from_rpc
 from ._tool_meta import ToolMeta
 from ._wire import definition_message
@@ -19,7 +19,7 @@ _SERVICE: Final = "/llmworker.v1.ToolRegistry/"
 
 
 @final
-class ToolRegistryClient:
+class ToolRegistryClient(ChannelOwner):
     """Registers tools served by a provider with a ToolServer's internal listener.
 
     >>> async with ToolRegistryClient("unix:///run/llmworker.sock", token) as registry:
@@ -65,18 +65,3 @@ class ToolRegistryClient:
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error) from None
         return response.fingerprint
-
-    async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()

@@ -17,6 +17,7 @@ from typing import Final, Self, final
 import grpc
 import grpc.aio
 
+from ._channel_owner import ChannelOwner
 from ._json import canonical_json
 from ._status import error_from_rpc, tool_error_from_rpc
 from ._tool import Tool
@@ -84,7 +85,7 @@ class RemoteTool:
 
 
 @final
-class RemoteToolServerHandle:
+class RemoteToolServerHandle(ChannelOwner):
     """A ToolServerHandle backed by a gRPC channel (asyncio)."""
 
     def __init__(self, channel: grpc.aio.Channel, *, call_timeout: float | None = None) -> None:
@@ -161,21 +162,6 @@ class RemoteToolServerHandle:
     def definitions_snapshot(self) -> DefinitionsSnapshot:
         """The cached definitions with their canonical JSON and the server's fingerprint."""
         return self._cache.snapshot
-
-    async def close(self) -> None:
-        """Close the channel."""
-        await self._channel.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 @final
