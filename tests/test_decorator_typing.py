@@ -64,6 +64,25 @@ def test_mypy_with_the_plugin_rejects_a_misspelt_definition_method(tmp_path: Pat
     ]
 
 
+def test_the_plugin_handles_decorators_called_with_options(tmp_path: Path) -> None:
+    source = """\
+from llmworker import SchemaStyle, Worker, tool, tool_registry
+
+@tool_registry(schema_style=SchemaStyle.INLINE)
+class App:
+    @tool(schema_style=SchemaStyle.OPENAI_STRICT)
+    def get_user(self, user_id: int) -> str:
+        return str(user_id)
+
+Worker().register_tool(App().get_user_definition())
+App().get_usr_definition()
+"""
+    assert mypy_with_plugin(tmp_path, source) == [
+        '10: "App" has no attribute "get_usr_definition"; maybe "get_user_definition"?  '
+        "[attr-defined]"
+    ]
+
+
 def test_mypy_keeps_the_method_signature(tmp_path: Path) -> None:
     source = PORTABLE_FLOW + "app.get_user('five')\n"
     assert mypy_with_plugin(tmp_path, source) == [
