@@ -10,7 +10,7 @@ from typing import Final
 
 import grpc.aio
 
-from llmworker import Paused, ToolBatchAborted, ToolCall, ToolError, ToolServerError
+from llmworker import BatchOutcome, Paused, ToolBatchAborted, ToolCall, ToolError, ToolServerError
 from llmworker._status import ErrorStatus, Reason, status_of
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
@@ -42,11 +42,13 @@ class CallLimits:
         self.tool_timeouts = dict(tool_timeouts)
         self.max_concurrent_calls = max_concurrent_calls
 
-    def timeout_for(self, tool: str, deadline_remaining: float | None) -> float | None:
+    def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
+        """The server's timeout for a call to ``tool`` when it ends the call before the
+        client's deadline does; None when there is none or gRPC's deadline comes first."""
         timeout = self.tool_timeouts.get(tool, self.call_timeout)
-        if deadline_remaining is None:
-            return timeout
-        return deadline_remaining if timeout is None else min(timeout, deadline_remaining)
+        if timeout is None or (deadline_remaining is not None and deadline_remaining <= timeout):
+            return None
+        return timeout
 
 
 class ToolService:
@@ -125,65 +127,78 @@ class ToolService:
         if not name:
             await abort(context, _EMPTY_NAME)
         if self._in_flight >= self._limits.max_concurrent_calls:
-            await abort(
-                context,
-                ErrorStatus.of(
-                    Reason.CONCURRENCY_LIMIT,
-                    f"{self._in_flight} calls are in flight, the server's limit; retry with "
-                    "backoff or raise --max-concurrent-calls",
-                    tool=name,
-                ),
-            )
+            await abort(context, self._over_limit(name))
+        watched = self._watch(name, context.time_remaining())
         self._in_flight += 1
         started = time.perf_counter()
-        label = "CANCELLED"  # unless _run returns: the client went away or its deadline passed
+        label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
+        status: ErrorStatus | None = None
         try:
-            output, status = await self._run(name, request.input_json, context)
-            label = status.code.name if status else "OK"
+            call = ToolCall(str(next(self._call_ids)), name, request.input_json)
+            outcome = await self._registry.worker.call_tools((call,))
+            if not isinstance(outcome, Paused) and not outcome.results[0].is_error:
+                label = "OK"
+                return pb.CallToolResponse(output=outcome.results[0].content)
+            status = _failure(outcome, name)
+        except asyncio.CancelledError:
+            if watched is None or not self._watchdog.finish(watched[0]):
+                raise  # the client cancelled, or its deadline passed
+            watched[0].uncancel()
+            status = _timed_out(name, watched[1])
+        except ToolBatchAborted as error:
+            status = ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=name)
         finally:
+            if watched is not None:
+                self._watchdog.finish(watched[0])
             self._in_flight -= 1
             if self._call_log is not None:
+                label = label if status is None else status.code.name
                 self._call_log.record(name, label, time.perf_counter() - started)
-        if status is not None:
-            await abort(context, status)
-        return pb.CallToolResponse(output=output)
+        assert status is not None  # set on every path that neither returned nor raised
+        await abort(context, status)
 
-    async def _run(
-        self, name: str, input_json: str, context: Context
-    ) -> tuple[str, ErrorStatus | None]:
-        timeout = self._limits.timeout_for(name, context.time_remaining())
-        call = ToolCall(str(next(self._call_ids)), name, input_json)
+    def _watch(
+        self, name: str, deadline_remaining: float | None
+    ) -> tuple[asyncio.Task[object], float] | None:
+        """Have the watchdog enforce the server's timeout when it ends before the deadline
+        (gRPC itself cancels the call at the client's deadline)."""
+        timeout = self._limits.server_timeout(name, deadline_remaining)
+        if timeout is None:
+            return None
         task = asyncio.current_task()
         assert task is not None
-        if timeout is not None:
-            self._watchdog.watch(task, timeout)
-        try:
-            outcome = await self._registry.worker.call_tools((call,))
-        except asyncio.CancelledError:
-            if not self._watchdog.finish(task):
-                raise  # the client cancelled, or its deadline passed
-            task.uncancel()
-            return "", ErrorStatus.of(
-                Reason.TOOL_TIMEOUT,
-                f"Tool '{name}' did not finish within {timeout:.3g} s (the smaller of the "
-                "client deadline and the server's timeout for this tool)",
-                tool=name,
-            )
-        except ToolBatchAborted as error:
-            return "", ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=name)
-        finally:
-            self._watchdog.finish(task)
-        if isinstance(outcome, Paused):
-            return "", ErrorStatus.of(
-                Reason.HOOK_ABORTED,
-                f"a pre-tool-call hook paused the call to '{name}'; pausing cannot be resumed "
-                "over gRPC",
-                tool=name,
-            )
-        result = outcome.results[0]
-        if not result.is_error:
-            return result.content, None
-        return "", status_of(result.error or ToolError.ExecutionFailed(result.content), name)
+        self._watchdog.watch(task, timeout)
+        return task, timeout
+
+    def _over_limit(self, name: str) -> ErrorStatus:
+        return ErrorStatus.of(
+            Reason.CONCURRENCY_LIMIT,
+            f"{self._in_flight} calls are in flight, the server's limit; retry with backoff or "
+            "raise --max-concurrent-calls",
+            tool=name,
+        )
+
+
+def _failure(outcome: BatchOutcome, name: str) -> ErrorStatus:
+    """The status of a call that did not complete with a result."""
+    if isinstance(outcome, Paused):
+        return ErrorStatus.of(
+            Reason.HOOK_ABORTED,
+            f"a pre-tool-call hook paused the call to '{name}'; pausing cannot be resumed "
+            "over gRPC",
+            tool=name,
+        )
+    result = outcome.results[0]
+    return status_of(result.error or ToolError.ExecutionFailed(result.content), name)
+
+
+def _timed_out(name: str, timeout: float) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.TOOL_TIMEOUT,
+        f"Tool '{name}' did not finish within {timeout:.3g} s, the server's timeout for it; "
+        "raise --call-timeout or --tool-timeout, or make the tool faster",
+        tool=name,
+    )
 
 
 def _as_is(response: bytes) -> bytes:

@@ -35,10 +35,13 @@ from .server_tools import ServerTestTools
 
 
 async def call_failure(
-    stub: tool_service_pb2_grpc.ToolServiceStub, name: str, input_json: str
+    stub: tool_service_pb2_grpc.ToolServiceStub,
+    name: str,
+    input_json: str,
+    deadline: float | None = None,
 ) -> RpcFailure:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await stub.CallTool(pb.CallToolRequest(name=name, input_json=input_json))
+        await stub.CallTool(pb.CallToolRequest(name=name, input_json=input_json), timeout=deadline)
     return failure_of(caught.value)
 
 
@@ -218,16 +221,20 @@ async def test_a_client_cancelling_cancels_the_tool() -> None:
         assert served.app.tools.in_flight == 0
 
 
-async def test_server_timeouts_answer_deadline_exceeded_with_tool_timeout() -> None:
+@pytest.mark.parametrize("deadline", [None, 5.0], ids=["no deadline", "later deadline"])
+async def test_server_timeouts_answer_deadline_exceeded_with_tool_timeout(
+    deadline: float | None,
+) -> None:
     async with (
         serve(tool_timeouts={"sleep": 0.2}) as served,
         grpc.aio.insecure_channel(served.target) as channel,
     ):
         stub = tool_service_pb2_grpc.ToolServiceStub(channel)
-        failure = await call_failure(stub, "sleep", '{"seconds": 30}')
+        failure = await call_failure(stub, "sleep", '{"seconds": 30}', deadline)
         assert (failure.code, failure.reason) == (grpc.StatusCode.DEADLINE_EXCEEDED, "TOOL_TIMEOUT")
         assert failure.message.startswith("Tool 'sleep' did not finish within 0.2 s")
         assert served.tools.cancelled == 1
+        assert served.app.tools.in_flight == 0
 
 
 async def test_calls_beyond_the_limit_get_resource_exhausted_not_a_queue() -> None:
