@@ -206,7 +206,9 @@ async def _run_one(
     if target is None:
         return Completed([_missing(call)])
     result = await _execute_call(call, target[1])
-    return Completed([await _run_post_hooks(hooks, call, result, target)])
+    if hooks:
+        result = await _run_post_hooks(hooks, call, result, target)
+    return Completed([result])
 
 
 async def _resolve(outcome: _Outcome | Awaitable[_Outcome]) -> _Outcome:

@@ -145,7 +145,6 @@ def _null_means_default(value: object) -> object:
 def _wrapper_class(
     owner: type, function: Callable[..., object], arguments: ArgumentsModel, pascal: str
 ) -> type[Tool]:
-    names = tuple(inspect.signature(function).parameters)[1:]
     is_async = inspect.iscoroutinefunction(function)
 
     class Wrapper:
@@ -155,8 +154,7 @@ def _wrapper_class(
             self.instance = instance
 
         async def execute(self, input_json: str) -> str:
-            parsed = parse_arguments(arguments.get(), input_json)
-            values = {name: getattr(parsed, name) for name in names}
+            values = parse_arguments(arguments.get(), input_json).__dict__  # the fields only
             try:
                 if is_async:
                     result = await typing.cast(
