@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,11 +59,15 @@ class Measurement:
 
 @dataclass
 class Result:
+    """One scenario: the median round of the floor and of the server, and the median of the
+    per-round ratios (each round runs the floor, then the server, back to back)."""
+
     scenario: str
     workers: int
     floor: Measurement
     server: Measurement
     ratio: float
+    round_ratios: list[float]
     notes: list[str] = field(default_factory=list[str])
 
 
@@ -191,36 +196,63 @@ def floor_command(tools: str, workers: int, port: int) -> list[str]:
     return command + (["--reuse-port"] if workers > 1 else [])
 
 
-def measure(scenario: Scenario, workers: int, workdir: Path) -> Result:
-    """Floor first, then the server, each warmed up, same ghz command."""
-    measurements: list[Measurement] = []
-    for kind in ("floor", "server"):
-        port = 0 if workers == 1 else WORKERS_PORT
-        log = workdir / f"{scenario.name}-{kind}-{workers}.log"
-        if kind == "floor":
-            processes = [Process(floor_command(scenario.tools, workers, port), log)
-                         for _ in range(workers)]  # fmt: skip
-        else:
-            processes = [Process(server_command(scenario.tools, workers, port), log)]
+def start(command: Sequence[str], workers: int, log: Path) -> list[Process]:
+    """Start ``workers`` floor processes, or one server process; wait for SERVING."""
+    processes = [Process(command, log.with_suffix(f".{index}.log")) for index in range(workers)]
+    try:
+        ports = {process.wait_port() for process in processes}
+        wait_serving(ports.pop())
+    except BaseException:
+        for process in processes:
+            process.stop()
+        raise
+    return processes
+
+
+def measure(scenario: Scenario, workers: int, rounds: int, workdir: Path) -> Result:
+    """Floor and server both up and warmed; then ``rounds`` rounds of the same ghz command,
+    floor then server. Alternating pairs keep a drifting machine from favouring either."""
+    port = {"floor": 0, "server": 0} if workers == 1 else {
+        "floor": WORKERS_PORT, "server": WORKERS_PORT + 1}  # fmt: skip
+    log = workdir / f"{scenario.name}-{workers}"
+    floors = start(floor_command(scenario.tools, workers, port["floor"]), workers,
+                   log.with_name(log.name + "-floor"))  # fmt: skip
+    try:
+        servers = start(server_command(scenario.tools, workers, port["server"]), 1,
+                        log.with_name(log.name + "-server"))  # fmt: skip
         try:
-            port = processes[0].wait_port()
-            for process in processes[1:]:
-                process.wait_port()
-            wait_serving(port)
-            ghz(port, scenario, max(50, scenario.count // 10), workdir)  # warm-up
-            pids = server_pids(processes)
-            measurements.append(ghz(port, scenario, scenario.count, workdir, pids))
+            targets = {"floor": (floors, floors[0].wait_port()),
+                       "server": (servers, servers[0].wait_port())}  # fmt: skip
+            for _, target_port in targets.values():
+                ghz(target_port, scenario, max(50, scenario.count // 10), workdir)  # warm-up
+            runs: dict[str, list[Measurement]] = {"floor": [], "server": []}
+            for _ in range(rounds):
+                for kind, (processes, target_port) in targets.items():
+                    pids = server_pids(processes)
+                    runs[kind].append(ghz(target_port, scenario, scenario.count, workdir, pids))
         finally:
-            for process in processes:
+            for process in servers:
                 process.stop()
-    floor, server = measurements
-    result = Result(scenario.name, workers, floor, server, round(server.rps / floor.rps, 3))
-    errors = sum(n for code, n in server.status_codes.items() if code != "OK")
-    if errors != scenario.expected_errors * scenario.count // 100 and scenario.expected_errors:
-        result.notes.append(f"expected {scenario.expected_errors}% errors, got {errors}")
-    elif not scenario.expected_errors and errors:
-        result.notes.append(f"unexpected errors: {server.status_codes}")
+    finally:
+        for process in floors:
+            process.stop()
+    ratios = [round(s.rps / f.rps, 3) for f, s in zip(runs["floor"], runs["server"], strict=True)]
+    result = Result(scenario.name, workers, median_run(runs["floor"]), median_run(runs["server"]),
+                    statistics.median(ratios), ratios)  # fmt: skip
+    codes: dict[str, int] = {}
+    for run in runs["server"]:
+        for code, count in run.status_codes.items():
+            codes[code] = codes.get(code, 0) + count
+    errors = sum(n for code, n in codes.items() if code != "OK")
+    expected = scenario.expected_errors * scenario.count // 100 * rounds
+    if errors != expected:
+        result.notes.append(f"expected {expected} errors in {rounds} rounds, got {codes}")
     return result
+
+
+def median_run(runs: Sequence[Measurement]) -> Measurement:
+    """The run with the median requests/s."""
+    return sorted(runs, key=lambda run: run.rps)[len(runs) // 2]
 
 
 def echo(text: str) -> dict[str, object]:
@@ -284,7 +316,7 @@ def startup_metrics(smoke: bool, workdir: Path) -> dict[str, float]:
     }
 
 
-def environment() -> dict[str, object]:
+def environment(rounds: int) -> dict[str, object]:
     import grpc as grpc_module
 
     cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
@@ -298,16 +330,19 @@ def environment() -> dict[str, object]:
         "grpcio": grpc_module.__version__,
         "ghz": ghz_version.strip() or "v0.120.0",
         "ghz_settings": "-c 32 --connections 2, warm-up run of 10% first",
+        "rounds": rounds,
     }
 
 
 def print_table(results: list[Result], metrics: dict[str, float]) -> None:
     print(f"{'scenario':<22}{'workers':>8}{'floor rps':>11}{'server rps':>12}{'ratio':>7}"
-          f"{'p50 ms':>8}{'p99 ms':>8}{'cpu us/req':>16}{'ghz cpu':>9}  notes")  # fmt: skip
+          f"{'rounds':>12}{'p50 ms':>8}{'p99 ms':>8}{'cpu us/req':>16}{'ghz cpu':>9}"
+          "  notes")  # fmt: skip
     for r in results:
         ghz_cpu = r.server.ghz_cpu_s / r.server.wall_s if r.server.wall_s else 0
         print(f"{r.scenario:<22}{r.workers:>8}{r.floor.rps:>11.0f}{r.server.rps:>12.0f}"
-              f"{r.ratio:>7.2f}{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}"
+              f"{r.ratio:>7.2f}{min(r.round_ratios):>6.2f}-{max(r.round_ratios):<5.2f}"
+              f"{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}"
               f"{r.floor.server_cpu_us_per_request:>8.0f}/{r.server.server_cpu_us_per_request:<7.0f}"
               f"{ghz_cpu:>8.0%}"
               f"  {'; '.join(r.notes)}")  # fmt: skip
@@ -319,24 +354,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="ghz benchmarks of llmworker-server")
     parser.add_argument("--smoke", action="store_true", help="tiny counts: proves the harness")
     parser.add_argument("--out", type=Path, help="results file (default bench/results/DATE.json)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="floor/server rounds per scenario "
+        "(default 3; 1 with --smoke); the ratio is the median round's",
+    )
     parser.add_argument("--workers", type=int, nargs="*", default=[2],
                         help="worker counts to compare with the floor on echo_64b")  # fmt: skip
     args = parser.parse_args(argv)
     if not GHZ.exists():
         print(f"{GHZ} is missing: run 'make bench' (it installs ghz with go install)")
         return 1
+    rounds = args.rounds or (1 if args.smoke else 3)
     out = args.out or REPO / "bench/results" / f"{datetime.date.today().isoformat()}.json"
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="llmworker-bench-") as directory:
         workdir = Path(directory)
         all_scenarios = scenarios(args.smoke)
         for scenario in all_scenarios:
-            results.append(measure(scenario, 1, workdir))
+            results.append(measure(scenario, 1, rounds, workdir))
         for workers in args.workers:
-            results.append(measure(all_scenarios[0], workers, workdir))
+            results.append(measure(all_scenarios[0], workers, rounds, workdir))
         metrics = startup_metrics(args.smoke, workdir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"environment": environment(), "smoke": args.smoke,
+    out.write_text(json.dumps({"environment": environment(rounds), "smoke": args.smoke,
                                "results": [asdict(r) for r in results], "metrics": metrics},
                               indent=2) + "\n")  # fmt: skip
     print_table(results, metrics)
