@@ -1,17 +1,19 @@
-"""Turning a model's JSON arguments into a validated model, and a result into text."""
+"""A tool's arguments and results as text: validation errors in one line, results as JSON."""
 
 from __future__ import annotations
 
-from typing import Final, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
 
 import pydantic_core
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ._errors import ToolError
 
-__all__ = ["parse_arguments", "render_result"]
+__all__ = ["KeywordsValidator", "describe", "render_result"]
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+KeywordsValidator: TypeAlias = Callable[[str | bytes], dict[str, Any]]
+"""Validates a JSON object into a dict: a TypedDict validator's ``validate_json``."""
 
 _MAX_SHOWN_INPUT: Final = 40
 _JSON_TYPE_NAMES: Final = {
@@ -24,19 +26,9 @@ _JSON_TYPE_NAMES: Final = {
 }
 
 
-def parse_arguments(model: type[ModelT], input_json: str | bytes) -> ModelT:
-    """Validate ``input_json`` against ``model``.
-
-    Raises ``ToolError.InvalidArgument`` with one line naming each failing field path and the
-    problem, e.g. ``user.age: Input should be a valid integer (got 'abc')``.
-    """
-    try:
-        return model.model_validate_json(input_json)
-    except ValidationError as error:
-        raise ToolError.InvalidArgument(_describe(error)) from None
-
-
-def _describe(error: ValidationError) -> str:
+def describe(error: ValidationError) -> str:
+    """The errors of ``error`` as one line naming each failing field path and the problem,
+    e.g. ``user.age: Input should be a valid integer (got 'abc')``."""
     problems: list[str] = []
     for detail in error.errors(include_url=False):
         kind, location = detail["type"], detail["loc"]

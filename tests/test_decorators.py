@@ -174,6 +174,27 @@ async def test_null_for_an_argument_with_a_default_selects_the_default() -> None
     assert result == "Results for: q (limit 10, search #1)"
 
 
+@tool_registry
+class Collector:
+    @tool
+    async def collect(self, owner: Profile | None = None, tags: list[str] = []) -> str:  # noqa: B006
+        tags.append("seen")
+        return f"{owner.name if owner else '-'}: {tags}"
+
+
+async def test_arguments_reach_the_method_as_models_and_fresh_defaults() -> None:
+    definition = Collector().collect.definition()
+    assert await run(definition, "{}") == "-: ['seen']"
+    assert await run(definition, '{"tags": null}') == "-: ['seen']"
+    assert await run(definition, '{"owner": {"name": "ann", "age": 3}}') == "ann: ['seen']"
+    with pytest.raises(ToolError.InvalidArgument) as caught:
+        await run(definition, '{"owner": {"name": "ann", "age": "old"}}')
+    assert caught.value.message == (
+        "owner.age: Input should be a valid integer, unable to parse string as an integer "
+        "(got 'old')"
+    )
+
+
 @pytest.mark.parametrize(
     ("kind", "error_type", "text"),
     [
