@@ -153,7 +153,7 @@ class ToolService:
             self._in_flight -= 1
             if self._call_log is not None:
                 label = label if status is None else status.code.name
-                self._call_log.record(name, label, time.perf_counter() - started)
+                self._call_log.record(name, label, started)
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
 

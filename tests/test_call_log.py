@@ -1,0 +1,63 @@
+"""The buffered call log: its line layout, when lines are written, and closing."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import io
+import re
+import time
+
+from server.call_log import CallLog
+
+LINE = re.compile(
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO llmworker\.server\.calls "
+    r"tool=(\S+) status=(\S+) duration_ms=(\d+\.\d{3})"
+)
+
+
+def parsed(text: str) -> list[tuple[datetime.datetime, str, str, float]]:
+    lines: list[tuple[datetime.datetime, str, str, float]] = []
+    for line in text.splitlines():
+        match = LINE.fullmatch(line)
+        assert match, f"unexpected call log line: {line!r}"
+        at = datetime.datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f")
+        lines.append((at, match[2], match[3], float(match[4])))
+    return lines
+
+
+async def test_lines_carry_time_tool_status_and_duration_in_call_order() -> None:
+    stream = io.StringIO()
+    log = CallLog(stream, interval=60)
+    before = datetime.datetime.now()
+    started = time.perf_counter()
+    await asyncio.sleep(0.05)
+    log.record("echo", "OK", started)
+    log.record("calculate", "INVALID_ARGUMENT", time.perf_counter())
+    assert stream.getvalue() == "", "nothing is written before the interval or a flush"
+    log.flush()
+    (first, second) = parsed(stream.getvalue())
+    assert first[1:3] == ("echo", "OK")
+    assert second[1:3] == ("calculate", "INVALID_ARGUMENT")
+    assert 50 <= first[3] < 5_000
+    assert 0 <= second[3] < 50
+    after = datetime.datetime.now()
+    margin = datetime.timedelta(milliseconds=5)
+    assert before - margin <= first[0] <= second[0] <= after + margin
+    log.close()
+
+
+async def test_pending_lines_are_written_within_the_interval() -> None:
+    stream = io.StringIO()
+    log = CallLog(stream, interval=0.05)
+    log.record("echo", "OK", time.perf_counter())
+    for _ in range(100):
+        if stream.getvalue():
+            break
+        await asyncio.sleep(0.01)
+    assert [line[1:3] for line in parsed(stream.getvalue())] == [("echo", "OK")]
+    log.record("echo", "CANCELLED", time.perf_counter())
+    log.close()
+    assert [line[2] for line in parsed(stream.getvalue())] == ["OK", "CANCELLED"]
+    log.close()
+    assert len(stream.getvalue().splitlines()) == 2, "closing twice writes nothing twice"
