@@ -17,7 +17,7 @@ from typing import TextIO
 
 __all__ = ["CallLog"]
 
-_LINE = "%s,%03d INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
+_LINE = "%s INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
 
 
 class CallLog:
@@ -51,16 +51,14 @@ class CallLog:
         tools, statuses, clock = self._tools, self._statuses, self._clock
         self._tools, self._statuses, self._clock = [], [], array("d")
         to_wall = time.time() - time.perf_counter()
-        second, second_text = -1, ""
+        stamped_ms, stamp = -1, ""
         lines: list[str] = []
-        for index, (tool, status) in enumerate(zip(tools, statuses, strict=True)):
-            started, ended = clock[2 * index], clock[2 * index + 1]
-            at = ended + to_wall
-            if int(at) != second:
-                second = int(at)
-                second_text = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
-            millis = int((at - second) * 1000)
-            lines.append(_LINE % (second_text, millis, tool, status, (ended - started) * 1000))
+        readings = iter(clock)
+        for tool, status, started, ended in zip(tools, statuses, readings, readings, strict=True):
+            wall_ms = int((ended + to_wall) * 1000)
+            if wall_ms != stamped_ms:  # calls a millisecond apart share their time stamp
+                stamped_ms, stamp = wall_ms, _stamp(wall_ms)
+            lines.append(_LINE % (stamp, tool, status, (ended - started) * 1000))
         self._stream.write("".join(lines))
         self._stream.flush()
 
@@ -69,3 +67,9 @@ class CallLog:
         if self._timer is not None:
             self._timer.cancel()
         self.flush()
+
+
+def _stamp(wall_ms: int) -> str:
+    """``2026-11-29 21:02:14,546``: local time, as the logging module writes it."""
+    second, millis = divmod(wall_ms, 1000)
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(second))},{millis:03d}"

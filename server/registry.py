@@ -41,19 +41,13 @@ class Registry:
 
     def __init__(self, worker: Worker[Mutable]) -> None:
         self._mutable: Worker[Mutable] | None = worker
-        self._locked: Worker[Locked] | None = None
+        self.worker: Worker[Mutable] | Worker[Locked] = worker
+        """The worker in its current state (for calls and hooks)."""
         self.handle: ToolServerHandle = worker.tool_server_handle()
 
     @property
-    def worker(self) -> Worker[Mutable] | Worker[Locked]:
-        """The worker in its current state (for calls and hooks)."""
-        worker = self._mutable or self._locked
-        assert worker is not None
-        return worker
-
-    @property
     def is_locked(self) -> bool:
-        return self._locked is not None
+        return self._mutable is None
 
     def register(self, definitions: list[ToolDefinition]) -> None:
         """Register all of ``definitions`` or none; ``RegistryLockedError`` once locked."""
@@ -67,7 +61,7 @@ class Registry:
     def lock(self) -> None:
         """Fix the tool set (idempotent)."""
         if self._mutable is not None:
-            self._locked = self._mutable.lock()
+            self.worker = self._mutable.lock()
             self._mutable = None
             _log.info("registry locked with %d tools", len(self.handle))
 
