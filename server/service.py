@@ -128,7 +128,8 @@ class ToolService:
             await abort(context, _EMPTY_NAME)
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(context, self._over_limit(name))
-        watched = self._watch(name, context.time_remaining())
+        timeout = self._limits.server_timeout(name, context.time_remaining())
+        watched = None if timeout is None else self._watch(timeout)
         self._in_flight += 1
         started = time.perf_counter()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
@@ -157,14 +158,9 @@ class ToolService:
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
 
-    def _watch(
-        self, name: str, deadline_remaining: float | None
-    ) -> tuple[asyncio.Task[object], float] | None:
-        """Have the watchdog enforce the server's timeout when it ends before the deadline
+    def _watch(self, timeout: float) -> tuple[asyncio.Task[object], float]:
+        """Have the watchdog cancel this call after ``timeout`` seconds, the server's timeout
         (gRPC itself cancels the call at the client's deadline)."""
-        timeout = self._limits.server_timeout(name, deadline_remaining)
-        if timeout is None:
-            return None
         task = asyncio.current_task()
         assert task is not None
         self._watchdog.watch(task, timeout)
