@@ -1,10 +1,11 @@
 """``make bench``: ghz against the server and against the floor, scenario by scenario.
 
 Every scenario runs the same ghz command against a bare servicer (``bench/floor_server.py``)
-and against ``llmworker-server``, and reports requests/s, p50, p99 and the ratio to the floor.
-Traffic goes to 127.0.0.1 only; every run is bounded by a request count and a timeout.
+and against ``llmworker-server``, both up at once, in back-to-back rounds, and reports
+requests/s, p50, p99, server CPU per request and the median of the per-round ratios to the
+floor. Traffic goes to 127.0.0.1 only; every run is bounded by a request count and a timeout.
 
-    python -m bench.run [--smoke] [--out bench/results/DATE.json]
+    python -m bench.run [--smoke] [--rounds N] [--out bench/results/DATE.json]
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,12 +76,15 @@ class Process:
     """A server child process writing straight to a log file (as under an operator's
     supervisor: no reader in this process competes for the cores)."""
 
-    def __init__(self, command: Sequence[str], log: Path) -> None:
+    def __init__(
+        self, command: Sequence[str], log: Path, preexec: Callable[[], None] | None = None
+    ) -> None:
         self.log = log
         with log.open("w") as output:
             self.process = subprocess.Popen(
-                command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT, text=True
-            )
+                command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT, text=True,
+                preexec_fn=preexec,
+            )  # fmt: skip
 
     def wait_port(self, timeout: float = 120) -> int:
         """The port from the server's "serving ... on 127.0.0.1:PORT" line."""

@@ -42,3 +42,15 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
         "cold_start_to_serving_s",
     }
     assert "echo_64b" in completed.stdout
+
+
+def test_the_duel_compares_two_servers_cpu_per_call() -> None:
+    if not GHZ.exists():
+        pytest.fail("ghz is missing: run 'make test' (it installs ghz with go install)")
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.duel", "floor", "server", "--rounds=1", "--seconds=0.5"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "round 0: a " in completed.stdout
+    assert "b - a: median " in completed.stdout
