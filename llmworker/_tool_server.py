@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import final
+from typing import NamedTuple, final
 
 from ._errors import ToolError, ToolServerError
 from ._json import canonical_json
@@ -29,8 +29,9 @@ class DefinitionsSnapshot:
     fingerprint: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(NamedTuple):
+    """A registered tool; as a tuple it is what ``get_tool`` returns, with no copy per call."""
+
     meta: ToolMeta
     tool: Tool
 
@@ -95,8 +96,7 @@ class ToolServerHandle:
 
     def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
         """The meta and live instance registered under ``name``, or None."""
-        entry = self._registry.entries.get(name)
-        return None if entry is None else (entry.meta, entry.tool)
+        return self._registry.entries.get(name)
 
     async def call_tool(self, name: str, input_json: str) -> str:
         """Run the tool ``name`` on ``input_json``.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from array import array
 from typing import TextIO
 
 __all__ = ["CallLog"]
@@ -30,31 +29,25 @@ class CallLog:
     def __init__(self, stream: TextIO, interval: float = 0.2) -> None:
         self._stream = stream
         self._interval = interval
-        self._tools: list[str] = []
-        self._statuses: list[str] = []
-        self._clock = array("d")  # started, ended, started, ended, ...
+        self._pending: list[tuple[str, str, float, float]] = []  # tool, status, started, ended
         self._timer: asyncio.TimerHandle | None = None
 
     def record(self, tool: str, status: str, started: float) -> None:
         """Note one call that began at ``started`` and ends now; written within ``interval``."""
-        self._clock.extend((started, time.perf_counter()))
-        self._tools.append(tool)
-        self._statuses.append(status)
+        self._pending.append((tool, status, started, time.perf_counter()))
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
 
     def flush(self) -> None:
         """Write every pending line now."""
         self._timer = None
-        if not self._tools:
+        if not self._pending:
             return
-        tools, statuses, clock = self._tools, self._statuses, self._clock
-        self._tools, self._statuses, self._clock = [], [], array("d")
+        pending, self._pending = self._pending, []
         to_wall = time.time() - time.perf_counter()
         stamped_ms, stamp = -1, ""
         lines: list[str] = []
-        readings = iter(clock)
-        for tool, status, started, ended in zip(tools, statuses, readings, readings, strict=True):
+        for tool, status, started, ended in pending:
             wall_ms = int((ended + to_wall) * 1000)
             if wall_ms != stamped_ms:  # calls a millisecond apart share their time stamp
                 stamped_ms, stamp = wall_ms, _stamp(wall_ms)
