@@ -17,6 +17,7 @@ from ._decorators import (
 )
 from ._errors import (
     ToolBatchAborted,
+    ToolCallPaused,
     ToolError,
     ToolRegistryError,
     ToolServerError,
@@ -75,6 +76,7 @@ __all__ = [
     "ToolBatchAborted",
     "ToolCall",
     "ToolCallContext",
+    "ToolCallPaused",
     "ToolDefinition",
     "ToolError",
     "ToolFactory",

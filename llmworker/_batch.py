@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, final
 
-from ._errors import ToolBatchAborted, ToolError, ToolServerError, WorkerError
+from ._errors import ToolBatchAborted, ToolCallPaused, ToolError, ToolServerError, WorkerError
 from ._hooks import (
     Abort,
     Continue,
@@ -25,7 +25,7 @@ from ._tool import Tool
 from ._tool_meta import ToolMeta
 from ._tool_server import ToolServerHandle, execute_tool
 
-__all__ = ["BatchOutcome", "Completed", "HookChains", "Paused", "run_batch"]
+__all__ = ["BatchOutcome", "Completed", "HookChains", "Paused", "run_batch", "run_one_call"]
 
 _Outcome = TypeVar("_Outcome")
 
@@ -224,6 +224,25 @@ def run_batch(
     if len(calls) == 1 and not hooks.pre:
         return _run_one(handle, hooks.post, calls[0])
     return _BatchRun(handle, hooks, calls).advance()
+
+
+async def run_one_call(
+    handle: ToolServerHandle, hooks: HookChains, call_id: str, name: str, input_json: str
+) -> str:
+    """Run one call through ``hooks``: its text, or its error raised as
+    ``ToolServerHandle.call_tool`` raises it. With no hooks there is nothing to pass a
+    ``ToolCall`` or ``ToolResult`` to, so none is made."""
+    if not hooks.pre and not hooks.post:
+        return await handle.call_tool(name, input_json)
+    outcome = await run_batch(handle, hooks, [ToolCall(call_id, name, input_json)])
+    if isinstance(outcome, Paused):
+        raise ToolCallPaused(outcome)
+    result = outcome.results[0]
+    if not result.is_error:
+        return result.content
+    if isinstance(result.error, ToolServerError):
+        raise result.error
+    raise ToolServerError.ToolExecution(result.content) from result.error
 
 
 async def resume_batch(paused: Paused) -> BatchOutcome:

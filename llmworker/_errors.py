@@ -15,7 +15,8 @@
 
     WorkerError                    misuse of a Worker or a batch
     ├── WorkerStateError           the Worker was moved by lock()/unlock(), or is locked
-    └── ToolBatchAborted           a hook aborted a call_tools() batch
+    ├── ToolBatchAborted           a hook aborted a call_tools() batch or a call_tool() call
+    └── ToolCallPaused             a pre-hook paused a call_tool() call
 
 Variants are subclasses, so ``except ToolError`` catches all of them, and are reachable as
 attributes of their base (``ToolError.InvalidArgument``), mirroring the Rust enums.
@@ -23,10 +24,14 @@ attributes of their base (``ToolError.InvalidArgument``), mirroring the Rust enu
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from ._batch import Paused
 
 __all__ = [
     "ToolBatchAborted",
+    "ToolCallPaused",
     "ToolError",
     "ToolRegistryError",
     "ToolServerError",
@@ -131,6 +136,20 @@ class ToolBatchAborted(WorkerError):
         super().__init__(f"Tool batch aborted by a hook at call '{call_id}': {reason}")
         self.reason = reason
         self.call_id = call_id
+
+
+class ToolCallPaused(WorkerError):
+    """A pre-hook returned ``Pause()`` for a ``Worker.call_tool`` call; nothing ran yet.
+
+    ``paused`` goes on with ``Worker.resume(paused)``, which returns the batch outcome.
+    """
+
+    def __init__(self, paused: Paused) -> None:
+        super().__init__(
+            f"a pre-tool-call hook paused the call to '{paused.paused_call.name}'; "
+            "pass this error's .paused to Worker.resume to go on"
+        )
+        self.paused = paused
 
 
 def _nest(base: type[Exception], attribute: str, variant: type[Exception]) -> None:

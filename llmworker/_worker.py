@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar, cast, final
 
-from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch
+from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch, run_one_call
 from ._errors import ToolRegistryError, ToolServerError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook, ToolCall
 from ._tool import ToolDefinition
@@ -97,6 +97,17 @@ class Worker(Generic[StateT]):
         """
         core = self._live()
         return await run_batch(core.handle, core.hooks, calls)
+
+    async def call_tool(self, name: str, input_json: str, *, call_id: str = "") -> str:
+        """Run one call through the hooks, as ``call_tools`` would, and return its text.
+
+        Raises like ``ToolServerHandle.call_tool``: ``ToolServerError.ToolNotFound``, or
+        ``ToolServerError.ToolExecution`` with the tool's ``ToolError`` as ``__cause__``;
+        a hook's ``Abort(reason)`` raises ``ToolBatchAborted`` and a ``Pause()`` raises
+        ``ToolCallPaused``. Hooks see the call as ``ToolCall(call_id, name, input_json)``.
+        """
+        core = self._live()
+        return await run_one_call(core.handle, core.hooks, call_id, name, input_json)
 
     async def resume(self, paused: Paused) -> BatchOutcome:
         """Continue a batch that a pre-hook paused; each ``Paused`` resumes once."""

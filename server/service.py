@@ -10,7 +10,7 @@ from typing import Final
 
 import grpc.aio
 
-from llmworker import BatchOutcome, Paused, ToolBatchAborted, ToolCall, ToolError, ToolServerError
+from llmworker import ToolBatchAborted, ToolCallPaused, ToolServerError
 from llmworker._status import ErrorStatus, Reason, status_of
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
@@ -135,12 +135,20 @@ class ToolService:
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
         try:
-            call = ToolCall(str(next(self._call_ids)), name, request.input_json)
-            outcome = await self._registry.worker.call_tools((call,))
-            if not isinstance(outcome, Paused) and not outcome.results[0].is_error:
-                label = "OK"
-                return pb.CallToolResponse(output=outcome.results[0].content)
-            status = _failure(outcome, name)
+            output = await self._registry.worker.call_tool(
+                name, request.input_json, call_id=str(next(self._call_ids))
+            )
+            label = "OK"
+            return pb.CallToolResponse(output=output)
+        except ToolServerError as error:
+            status = status_of(error, name)
+        except ToolCallPaused:
+            status = ErrorStatus.of(
+                Reason.HOOK_ABORTED,
+                f"a pre-tool-call hook paused the call to '{name}'; pausing cannot be resumed "
+                "over gRPC",
+                tool=name,
+            )
         except asyncio.CancelledError:
             if watched is None or not self._watchdog.finish(watched[0]):
                 raise  # the client cancelled, or its deadline passed
@@ -173,19 +181,6 @@ class ToolService:
             "raise --max-concurrent-calls",
             tool=name,
         )
-
-
-def _failure(outcome: BatchOutcome, name: str) -> ErrorStatus:
-    """The status of a call that did not complete with a result."""
-    if isinstance(outcome, Paused):
-        return ErrorStatus.of(
-            Reason.HOOK_ABORTED,
-            f"a pre-tool-call hook paused the call to '{name}'; pausing cannot be resumed "
-            "over gRPC",
-            tool=name,
-        )
-    result = outcome.results[0]
-    return status_of(result.error or ToolError.ExecutionFailed(result.content), name)
 
 
 def _timed_out(name: str, timeout: float) -> ErrorStatus:
