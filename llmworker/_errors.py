@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from ._text import shorten
+
 if TYPE_CHECKING:
     from ._batch import Paused
 
@@ -92,10 +94,10 @@ class ServerDuplicateName(ToolServerError):
 
 
 class ToolNotFound(ToolServerError):
-    """No tool is registered under this name."""
+    """No tool is registered under this name (echoed shortened: it came from a caller)."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Tool '{name}' not found")
+        super().__init__(f"Tool '{shorten(name)}' not found")
         self.name = name
 
 

@@ -21,8 +21,10 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from ._errors import ToolError, ToolRegistryError, ToolServerError
+from ._text import shorten, shorten_utf8
 
 __all__ = [
+    "CODES",
     "DOMAIN",
     "ErrorStatus",
     "Reason",
@@ -30,6 +32,7 @@ __all__ = [
     "error_from_rpc",
     "error_from_status",
     "status_of",
+    "table_reason",
     "tool_error_from_rpc",
     "tool_error_from_status",
 ]
@@ -55,6 +58,8 @@ class Reason(enum.StrEnum):
     UNAUTHENTICATED = "UNAUTHENTICATED"
     REGISTRY_LOCKED = "REGISTRY_LOCKED"
     DUPLICATE_NAME = "DUPLICATE_NAME"
+    REGISTRY_FULL = "REGISTRY_FULL"
+    SHUTTING_DOWN = "SHUTTING_DOWN"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -70,7 +75,21 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
     Reason.REGISTRY_LOCKED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.DUPLICATE_NAME: grpc.StatusCode.ALREADY_EXISTS,
+    Reason.REGISTRY_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Reason.SHUTTING_DOWN: grpc.StatusCode.UNAVAILABLE,
 }
+_REASONS: Final = frozenset(reason.value for reason in Reason)
+
+MAX_MESSAGE_BYTES: Final = 1024
+"""A status message is cut to this many bytes of UTF-8 (and to twice as many once
+percent-encoded for the ``grpc-message`` header)."""
+MAX_METADATA_BYTES: Final = 1024
+"""The ErrorInfo metadata, keys and values, is cut to this many bytes in all.
+
+With these caps every error's trailers stay under 6 KiB whatever the request held: gRPC's
+default limit on received metadata is 8 KiB, and a client over it sees RESOURCE_EXHAUSTED
+instead of the error."""
+_MAX_METADATA_VALUE_BYTES: Final = 512
 
 _TOOL_ERROR_REASONS: Final[Mapping[type[ToolError], Reason]] = {
     ToolError.InvalidArgument: Reason.TOOL_INVALID_ARGUMENT,
@@ -100,12 +119,17 @@ class RemoteServiceError(ToolServerError):
 @final
 @dataclass(frozen=True, slots=True)
 class ErrorStatus:
-    """An error as a gRPC status: code, message and ErrorInfo."""
+    """An error as a gRPC status: code, message and ErrorInfo, bounded in size (the message
+    and metadata are cut to ``MAX_MESSAGE_BYTES`` and ``MAX_METADATA_BYTES``)."""
 
     code: grpc.StatusCode
     reason: str
     message: str
     metadata: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _bounded_message(self.message))
+        object.__setattr__(self, "metadata", _bounded_metadata(self.metadata))
 
     @classmethod
     def of(cls, reason: Reason, message: str, **metadata: str) -> ErrorStatus:
@@ -121,6 +145,56 @@ class ErrorStatus:
         return ((DETAILS_KEY, status.SerializeToString()),)
 
 
+def _bounded_message(message: str) -> str:
+    limit = 2 * MAX_MESSAGE_BYTES
+    if (
+        len(message) <= MAX_MESSAGE_BYTES
+        and message.isascii()
+        and message.isprintable()
+        and len(message) + 2 * message.count("%") <= limit
+    ):
+        return message  # the common case, checked at C speed
+    message = shorten_utf8(message, MAX_MESSAGE_BYTES)
+    while _percent_encoded_length(message) > limit:
+        message = shorten_utf8(message, len(message.encode()) * 3 // 4)
+    return message
+
+
+_PERCENT_ENCODED: Final = bytes(b for b in range(256) if not 0x20 <= b <= 0x7E or b == 0x25)
+
+
+def _percent_encoded_length(message: str) -> int:
+    """The length of ``message`` in the ``grpc-message`` header, which percent-encodes every
+    byte outside printable ASCII."""
+    encoded = message.encode()
+    plain = len(encoded.translate(None, _PERCENT_ENCODED))
+    return plain + 3 * (len(encoded) - plain)
+
+
+def _bounded_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    bounded: dict[str, str] = {}
+    room = MAX_METADATA_BYTES
+    for key, value in metadata.items():
+        key = shorten_utf8(key, 64)
+        limit = min(_MAX_METADATA_VALUE_BYTES, room - len(key.encode()))
+        if limit < 16:
+            break
+        bounded[key] = value = shorten_utf8(value, limit)
+        room -= len(key.encode()) + len(value.encode())
+    return bounded
+
+
+def table_reason(reason: str, code: grpc.StatusCode) -> Reason:
+    """``reason`` if the table has it; otherwise the table's reason for a failure with
+    ``code`` that came from elsewhere (a provider that is no llmworker server, or gRPC):
+    ``TOOL_TIMEOUT`` for a deadline, ``PROVIDER_UNAVAILABLE`` for anything else."""
+    if reason in _REASONS:
+        return Reason(reason)
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return Reason.TOOL_TIMEOUT
+    return Reason.PROVIDER_UNAVAILABLE
+
+
 def status_of(error: ToolError | ToolServerError | ToolRegistryError, tool: str) -> ErrorStatus:
     """The status that carries ``error`` raised for the tool ``tool``."""
     match error:
@@ -129,14 +203,16 @@ def status_of(error: ToolError | ToolServerError | ToolRegistryError, tool: str)
             text = str(ToolServerError.ToolExecution(str(error)))
             return ErrorStatus.of(reason, text, tool=tool, tool_error=error.message)
         case ToolServerError.ToolNotFound():
-            return ErrorStatus.of(Reason.TOOL_NOT_FOUND, str(error), tool=tool)
+            return ErrorStatus.of(Reason.TOOL_NOT_FOUND, str(error), tool=shorten(tool))
         case ToolServerError.ToolExecution() if isinstance(error.__cause__, ToolError):
             return status_of(error.__cause__, tool)
         case ToolServerError.DuplicateName() | ToolRegistryError.DuplicateName():
             return ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=tool)
         case RemoteServiceError():
-            metadata = {"tool": tool, **error.metadata}
-            return ErrorStatus(error.code, error.reason, error.message, metadata)
+            # The code follows the reason, so a provider cannot send a pair off the table.
+            reason = table_reason(error.reason, error.code)
+            metadata = {key: value for key, value in error.metadata.items() if key != "tool"}
+            return ErrorStatus.of(reason, error.message, tool=shorten(tool), **metadata)
         case _:
             return ErrorStatus.of(Reason.TOOL_EXECUTION_FAILED, str(error), tool=tool)
 

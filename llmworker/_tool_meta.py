@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Final, final
 
 from ._json import FrozenJsonObject, JsonObject, canonical_json, freeze_json_object
+from ._text import shorten
 
 __all__ = ["ToolMeta"]
 
@@ -38,8 +39,8 @@ class ToolMeta:
     ) -> None:
         if not _NAME_PATTERN.fullmatch(name):
             raise ValueError(
-                f"tool name {name!r} is invalid: use 1-64 characters of A-Z, a-z, 0-9, '_' "
-                "or '-' (the names LLM providers accept)"
+                f"tool name {shorten(name)!r} is invalid: use 1-64 characters of A-Z, a-z, 0-9, "
+                "'_' or '-' (the names LLM providers accept)"
             )
         self._name = name
         self._description = description
@@ -105,7 +106,7 @@ def _check_schema(name: str, schema: Mapping[str, object]) -> FrozenJsonObject:
     schema_type = frozen.get("type", "object")
     if schema_type != "object":
         raise ValueError(
-            f"input schema of tool '{name}' has type {schema_type!r}: tool input is a JSON "
-            "object, so the schema's top-level type must be 'object'"
+            f"input schema of tool '{name}' has type {shorten(repr(schema_type))}: tool input "
+            "is a JSON object, so the schema's top-level type must be 'object'"
         )
     return frozen
