@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import pydantic_core
 from pydantic import ValidationError
+from pydantic_core import CoreSchema
 
 from ._errors import ToolError
+from ._text import printable, shorten
 
-__all__ = ["KeywordsValidator", "describe", "render_result"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "KeywordsValidator",
+    "describe",
+    "fail_fast",
+    "render_result",
+    "unknown_fields",
+    "with_more_problems",
+]
 
 KeywordsValidator: TypeAlias = Callable[[str | bytes], dict[str, Any]]
 """Validates a JSON object into a dict: a TypedDict validator's ``validate_json``."""
 
+MAX_PROBLEMS: Final = 10
+"""How many problems a validation error lists; the rest are counted."""
 _MAX_SHOWN_INPUT: Final = 40
 _JSON_TYPE_NAMES: Final = {
     "list": "an array",
@@ -28,9 +42,11 @@ _JSON_TYPE_NAMES: Final = {
 
 def describe(error: ValidationError) -> str:
     """The errors of ``error`` as one line naming each failing field path and the problem,
-    e.g. ``user.age: Input should be a valid integer (got 'abc')``."""
+    e.g. ``user.age: Input should be a valid integer (got 'abc')``; past ``MAX_PROBLEMS``
+    it ends ``(+N more problems)``."""
     problems: list[str] = []
-    for detail in error.errors(include_url=False):
+    count = error.error_count()
+    for detail in error.errors(include_url=False)[:MAX_PROBLEMS]:
         kind, location = detail["type"], detail["loc"]
         if kind == "json_invalid":
             reason = detail.get("ctx", {}).get("error", "")
@@ -39,7 +55,8 @@ def describe(error: ValidationError) -> str:
             given = _JSON_TYPE_NAMES.get(type(detail["input"]).__name__, "not an object")
             return f"arguments must be a JSON object, got {given}"
         path = "".join(
-            f"[{part}]" if isinstance(part, int) else f".{part}" for part in location
+            f"[{part}]" if isinstance(part, int) else f".{printable(part, _MAX_SHOWN_INPUT)}"
+            for part in location
         ).lstrip(".")
         message = detail["msg"]
         if kind == "extra_forbidden":
@@ -47,12 +64,47 @@ def describe(error: ValidationError) -> str:
         elif kind != "missing":
             message += f" (got {_shorten(detail['input'])})"
         problems.append(f"{path or 'input'}: {message}")
-    return "; ".join(problems)
+    return with_more_problems(problems, count)
+
+
+def with_more_problems(problems: list[str], count: int) -> str:
+    """``problems`` joined by ``; ``, then ``(+N more problems)`` for those not listed."""
+    text = "; ".join(problems)
+    return text if count <= len(problems) else f"{text} (+{count - len(problems)} more problems)"
+
+
+def unknown_fields(names: list[str]) -> str:
+    """The message for arguments the tool does not take, in ``describe``'s format."""
+    listed = [f"{printable(name, _MAX_SHOWN_INPUT)}: unknown field; remove it" for name in names]
+    return with_more_problems(listed[:MAX_PROBLEMS], len(names))
 
 
 def _shorten(value: object) -> str:
-    text = repr(value)
+    if isinstance(value, str | bytes) and len(value) > _MAX_SHOWN_INPUT:
+        value = value[:_MAX_SHOWN_INPUT]
+    text = reprlib.repr(cast("object", value)) if isinstance(value, dict | list) else repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
+
+
+_SEQUENCE_SCHEMAS: Final = frozenset({"list", "tuple", "set", "frozenset", "dict"})
+
+
+def fail_fast(schema: CoreSchema) -> CoreSchema:
+    """A copy of ``schema`` whose lists, tuples, sets and dicts stop at their first invalid
+    item: the errors of one input are bounded by the schema's shape, not the input's size."""
+    rewritten = _fail_fast(schema)
+    return cast("CoreSchema", rewritten)
+
+
+def _fail_fast(node: object) -> object:
+    if isinstance(node, list):
+        return [_fail_fast(item) for item in cast("list[object]", node)]
+    if not isinstance(node, dict):
+        return node
+    copied = {key: _fail_fast(value) for key, value in cast("dict[str, object]", node).items()}
+    if copied.get("type") in _SEQUENCE_SCHEMAS:
+        copied["fail_fast"] = True
+    return copied
 
 
 def render_result(value: object) -> str:
@@ -62,9 +114,31 @@ def render_result(value: object) -> str:
     if value is None:
         return ""
     try:
-        return pydantic_core.to_json(value).decode()
+        rendered = pydantic_core.to_json(value)
     except pydantic_core.PydanticSerializationError as error:
         raise ToolError.Internal(
             f"the tool returned {type(value).__name__}, which cannot be serialised to JSON "
             f"({error}); return str, a pydantic model, a dataclass or plain JSON data"
         ) from None
+    if b"NaN" in rendered or b"Infinity" in rendered:  # rare: look closer only then
+        _refuse_non_finite(pydantic_core.to_jsonable_python(value), "$")
+    return rendered.decode()
+
+
+def _refuse_non_finite(value: object, path: str) -> None:
+    """Raise ``ToolError.Internal`` naming the first NaN or infinity in ``value``.
+
+    JSON has neither: ``json.loads`` in most languages rejects ``NaN``/``Infinity``, so a
+    result holding one is a defect of the tool, reported rather than sent.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError.Internal(
+            f"the tool's result has {value} at {shorten(path)}, which JSON cannot represent; "
+            "return null, a string or a finite number there"
+        )
+    if isinstance(value, dict):
+        for key, item in cast("dict[str, object]", value).items():
+            _refuse_non_finite(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(cast("list[object]", value)):
+            _refuse_non_finite(item, f"{path}[{index}]")

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, final
+from typing import Annotated, Any, Final, Literal, final
 
 import pydantic
 import pydantic_core
@@ -19,15 +19,21 @@ from pydantic import (
     ValidationError,
     with_config,
 )
+from pydantic_core import SchemaValidator
 from typing_extensions import TypedDict
 
-from ._arguments import KeywordsValidator, describe, render_result
+from ._arguments import KeywordsValidator, describe, fail_fast, render_result, unknown_fields
 from ._errors import ToolError
 from ._schema import SchemaStyle, arguments_schema
 from ._tool import Tool
 from ._tool_meta import ToolMeta
+from ._tool_server import crash_error
 
 __all__ = ["ArgumentsModel", "GeneratedTool", "generate_tool", "pascal_case"]
+
+
+_RECHECKED_INPUT_CHARS: Final = 16 * 1024
+"""Invalid inputs up to this size are described with their unknown fields too."""
 
 
 def pascal_case(name: str) -> str:
@@ -46,7 +52,16 @@ class ArgumentsModel:
     as a dict of keyword arguments, without a model instance per call.
     """
 
-    __slots__ = ("_fields", "_model", "_module", "_name", "_qualname", "_validator", "_where")
+    __slots__ = (
+        "_fields",
+        "_model",
+        "_module",
+        "_name",
+        "_qualname",
+        "_strict_validator",
+        "_validator",
+        "_where",
+    )
 
     def __init__(
         self, name: str, qualname: str, module: str, fields: dict[str, Any], where: str
@@ -56,6 +71,7 @@ class ArgumentsModel:
         self._where = where
         self._model: type[BaseModel] | None = None
         self._validator: KeywordsValidator | None = None
+        self._strict_validator: KeywordsValidator | None = None
 
     def get(self) -> type[BaseModel]:
         """The model class, built on first use."""
@@ -71,9 +87,13 @@ class ArgumentsModel:
         """The method's keyword arguments from ``input_json``; missing optional ones get their
         defaults. ``ToolError.InvalidArgument`` says, in one line, what is wrong where."""
         try:
-            return (self._validator or self._build_validator())(input_json)
+            values = (self._validator or self._build_validator())(input_json)
         except ValidationError as error:
-            raise ToolError.InvalidArgument(describe(error)) from None
+            raise ToolError.InvalidArgument(self._describe(input_json, error)) from None
+        if len(values) > len(self._fields):  # extras are allowed in, then refused here
+            unknown = [name for name in values if name not in self._fields]
+            raise ToolError.InvalidArgument(unknown_fields(unknown))
+        return values
 
     def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
         return self.get()
@@ -93,14 +113,33 @@ class ArgumentsModel:
         model.__qualname__ = self._qualname
         return model
 
+    def _describe(self, input_json: str, error: ValidationError) -> str:
+        """The problems of an invalid input. A small input is validated again refusing
+        unknown fields, so that one message names them beside the other problems."""
+        if len(input_json) > _RECHECKED_INPUT_CHARS:
+            return describe(error)
+        if self._strict_validator is None:
+            self._strict_validator = self._keywords_validator(extra="forbid")
+        try:
+            self._strict_validator(input_json)
+        except ValidationError as strict_error:
+            return describe(strict_error)
+        return describe(error)
+
     def _build_validator(self) -> KeywordsValidator:
+        # Unknown fields are let in and refused by ``validate``: pydantic would make one error
+        # per unknown field, and a request can hold hundreds of thousands of them.
+        validator = self._validator = self._keywords_validator(extra="allow")
+        return validator
+
+    def _keywords_validator(self, *, extra: Literal["allow", "forbid"]) -> KeywordsValidator:
         keywords: dict[str, Any] = {
             name: annotation if default is ... else Annotated[annotation, Field(default=default)]
             for name, (annotation, default) in self._fields.items()
         }
-        shape = with_config(extra="forbid")(TypedDict(self._name, keywords))  # type: ignore[operator]
-        validator: KeywordsValidator = TypeAdapter[Any](shape).validator.validate_json
-        self._validator = validator
+        shape = with_config(extra=extra)(TypedDict(self._name, keywords))  # type: ignore[operator]
+        schema = fail_fast(TypeAdapter[Any](shape).core_schema)
+        validator: KeywordsValidator = SchemaValidator(schema).validate_json
         return validator
 
 
@@ -175,6 +214,28 @@ def _async_body(function: Callable[..., object]) -> Callable[..., Awaitable[obje
     return typing.cast("Callable[..., Awaitable[object]]", function)
 
 
+class _ThreadCrash(Exception):
+    """Carries a ``BaseException`` out of a sync tool's thread as an ordinary exception.
+
+    Raised through the future of ``asyncio.to_thread``, a ``GeneratorExit`` is raised a
+    second time in the awaiting task after it was caught (CPython 3.11), so it must not
+    cross the thread boundary as it is.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _in_thread(function: Callable[..., object], instance: object, values: dict[str, Any]) -> object:
+    try:
+        return function(instance, **values)
+    except Exception:
+        raise
+    except BaseException as error:
+        raise _ThreadCrash(error) from None
+
+
 def _wrapper_class(
     owner: type, function: Callable[..., object], arguments: ArgumentsModel, pascal: str
 ) -> type[Tool]:
@@ -192,9 +253,11 @@ def _wrapper_class(
                 if run is not None:
                     result = await run(self.instance, **values)
                 else:
-                    result = await asyncio.to_thread(function, self.instance, **values)
+                    result = await asyncio.to_thread(_in_thread, function, self.instance, values)
             except ToolError:
                 raise
+            except _ThreadCrash as crash:
+                raise crash_error(self, crash.error) from crash.error
             except Exception as error:
                 raise ToolError.ExecutionFailed(str(error)) from error
             return result if isinstance(result, str) else render_result(result)

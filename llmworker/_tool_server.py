@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -12,7 +14,13 @@ from ._json import canonical_json
 from ._tool import Tool, ToolDefinition, declared_meta
 from ._tool_meta import ToolMeta
 
-__all__ = ["DefinitionsSnapshot", "ToolServer", "ToolServerHandle", "execute_tool"]
+__all__ = [
+    "DefinitionsSnapshot",
+    "ToolServer",
+    "ToolServerHandle",
+    "crash_error",
+    "execute_tool",
+]
 
 
 @final
@@ -37,18 +45,42 @@ class _Entry(NamedTuple):
 
 
 class _Registry:
-    """The one map every handle shares; the definitions snapshot is rebuilt lazily per change."""
+    """The one map every handle shares.
 
-    __slots__ = ("entries", "snapshot")
+    Each meta's canonical JSON is encoded once, at registration, and the names are kept
+    sorted, so the definitions snapshot (rebuilt lazily after a change) is a join and a hash,
+    not a serialisation of every schema: registering n tools one by one costs O(n) each.
+    """
+
+    __slots__ = ("encoded", "entries", "snapshot", "sorted_names")
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
+        self.encoded: dict[str, bytes] = {}
+        self.sorted_names: list[str] = []
         self.snapshot: DefinitionsSnapshot | None = None
+
+    def put(self, entry: _Entry) -> None:
+        name = entry.meta.name
+        if name not in self.entries:
+            bisect.insort(self.sorted_names, name)
+        self.entries[name] = entry
+        self.encoded[name] = canonical_json(entry.meta.to_json_object())
+        self.snapshot = None
+
+    def remove(self, name: str) -> _Entry | None:
+        entry = self.entries.pop(name, None)
+        if entry is not None:
+            del self.encoded[name]
+            del self.sorted_names[bisect.bisect_left(self.sorted_names, name)]
+            self.snapshot = None
+        return entry
 
     def definitions(self) -> DefinitionsSnapshot:
         if self.snapshot is None:
-            metas = tuple(self.entries[name].meta for name in sorted(self.entries))
-            body = canonical_json([meta.to_json_object() for meta in metas])
+            names = self.sorted_names
+            metas = tuple(self.entries[name].meta for name in names)
+            body = b"[" + b",".join([self.encoded[name] for name in names]) + b"]"
             self.snapshot = DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest())
         return self.snapshot
 
@@ -138,9 +170,7 @@ class ToolServerHandle:
         created = [_create(definition) for definition in batch]
         self._check_new_names(entry.meta.name for entry in created)
         for entry in created:
-            self._registry.entries[entry.meta.name] = entry
-        if created:
-            self._registry.snapshot = None
+            self._registry.put(entry)
         return [entry.meta for entry in created]
 
     def _check_new_names(self, names: Iterable[str]) -> None:
@@ -151,18 +181,16 @@ class ToolServerHandle:
             seen.add(name)
 
     def _unregister_tool(self, name: str) -> ToolMeta:
-        entry = self._registry.entries.pop(name, None)
+        entry = self._registry.remove(name)
         if entry is None:
             raise ToolServerError.ToolNotFound(name)
-        self._registry.snapshot = None
         return entry.meta
 
     def _replace_tool(self, definition: ToolDefinition) -> ToolMeta:
         entry = _create(definition)
         if entry.meta.name not in self._registry.entries:
             raise ToolServerError.ToolNotFound(entry.meta.name)
-        self._registry.entries[entry.meta.name] = entry
-        self._registry.snapshot = None
+        self._registry.put(entry)
         return entry.meta
 
 
@@ -185,18 +213,33 @@ async def execute_tool(tool: Tool, input_json: str) -> str:
     """Await ``tool.execute``; anything but a ``str`` or a ``ToolError`` becomes Internal.
 
     A ``ToolServerError`` passes through too: a proxy tool raises it when the server that
-    implements the tool cannot be reached.
+    implements the tool cannot be reached. So does a ``CancelledError`` when the calling task
+    was asked to cancel. Anything else a tool raises, ``SystemExit``, ``KeyboardInterrupt``,
+    ``GeneratorExit``, another ``BaseException`` or a ``CancelledError`` nobody requested,
+    is that tool's defect: it becomes ``ToolError.Internal`` naming the exception type and
+    never reaches the event loop, which would stop.
     """
     try:
         result = await tool.execute(input_json)
     except (ToolError, ToolServerError):
         raise
-    except Exception as error:
-        raise ToolError.Internal(
-            f"{type(tool).__name__}.execute raised {type(error).__name__}: {error}"
-        ) from error
+    except asyncio.CancelledError as error:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        raise crash_error(tool, error) from error
+    except BaseException as error:
+        raise crash_error(tool, error) from error
     if not isinstance(result, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ToolError.Internal(
             f"{type(tool).__name__}.execute returned {type(result).__name__}; it must return str"
         )
     return result
+
+
+def crash_error(tool: Tool, error: BaseException) -> ToolError:
+    """The ``ToolError.Internal`` that answers ``error``, raised by ``tool`` by mistake."""
+    detail = f": {error}" if str(error) else ""
+    return ToolError.Internal(
+        f"{type(tool).__name__}.execute raised {type(error).__name__}{detail}"
+    )

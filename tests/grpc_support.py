@@ -17,7 +17,7 @@ import grpc
 import grpc.aio
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from llmworker import Worker, tool_definitions
+from llmworker import Mutable, Worker, tool_definitions
 from server.app import ServerApp
 from server.config import ServerConfig
 
@@ -35,15 +35,19 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serve(
-    config: ServerConfig | None = None, **overrides: object
+    config: ServerConfig | None = None,
+    *,
+    worker: Worker[Mutable] | None = None,
+    **overrides: object,
 ) -> AsyncGenerator[Served, None]:
-    """An in-process server with the test tools on an ephemeral port."""
+    """An in-process server with the test tools (or ``worker``'s) on an ephemeral port."""
     config = config or ServerConfig(port=0, log_level="WARNING")
     for key, value in overrides.items():
         setattr(config, key, value)
     tools = ServerTestTools()
-    worker = Worker()
-    worker.register_tools(tool_definitions(tools))
+    if worker is None:
+        worker = Worker()
+        worker.register_tools(tool_definitions(tools))
     app = ServerApp(config, worker)
     await app.start()
     try:

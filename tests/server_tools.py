@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 
 from llmworker import ToolError, tool, tool_registry
+
+
+class RogueError(BaseException):
+    """A BaseException subclass that is no Exception."""
+
+
+def crash(kind: str) -> None:
+    """Raise what ``kind`` names: the ways a tool can try to end the process."""
+    if kind == "exit":
+        sys.exit(3)
+    if kind == "keyboard":
+        raise KeyboardInterrupt
+    if kind == "generator":
+        raise GeneratorExit
+    if kind == "base":
+        raise RogueError("rogue")
+    if kind == "cancelled":
+        raise asyncio.CancelledError
+    if kind == "key":
+        raise KeyError("missing_key")
+    raise ValueError(f"unknown crash kind {kind!r}")
 
 
 @tool_registry
@@ -48,3 +71,35 @@ class ServerTestTools:
         """Count calls: state shared by every caller."""
         self.count += 1
         return self.count
+
+
+@tool_registry
+class CrashTestTools:
+    """Tools that misbehave: raise what no tool should, block, return NaN."""
+
+    @tool
+    async def crash(self, kind: str) -> str:
+        """Raise what ``kind`` names from async code."""
+        crash(kind)
+        return "survived"
+
+    @tool
+    def crash_sync(self, kind: str) -> str:
+        """Raise what ``kind`` names from a worker thread."""
+        crash(kind)
+        return "survived"
+
+    @tool
+    def block(self, seconds: float) -> str:
+        """Block a worker thread (a sync tool that ignores cancellation)."""
+        time.sleep(seconds)
+        return f"blocked {seconds}"
+
+    @tool
+    async def ratio(self, numerator: float, denominator: float) -> dict[str, float]:
+        """Divide, returning inf or NaN where floats do."""
+        if denominator == 0:
+            value = float("nan") if numerator == 0 else float("inf") * numerator
+        else:
+            value = numerator / denominator
+        return {"value": value}

@@ -1,0 +1,150 @@
+"""Nothing a tool raises stops the process: it becomes that call's TOOL_INTERNAL answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import grpc.aio
+import pytest
+
+from llmworker import (
+    Completed,
+    Continue,
+    Mutable,
+    ToolCall,
+    ToolCallContext,
+    ToolError,
+    ToolServerError,
+    Worker,
+    tool_definitions,
+)
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+
+from .grpc_support import ServerProcess, failure_of, serve
+from .server_tools import CrashTestTools, ServerTestTools
+
+CRASH_TOOLS = [
+    "--tools",
+    "tests.server_tools:ServerTestTools",
+    "--tools",
+    "tests.server_tools:CrashTestTools",
+]
+CRASHES = [
+    ("exit", "SystemExit: 3"),
+    ("keyboard", "KeyboardInterrupt"),
+    ("generator", "GeneratorExit"),
+    ("base", "RogueError: rogue"),
+    ("cancelled", "CancelledError"),
+]
+
+
+def crash_worker() -> Worker[Mutable]:
+    worker = Worker()
+    worker.register_tools(tool_definitions(ServerTestTools()))
+    worker.register_tools(tool_definitions(CrashTestTools()))
+    return worker
+
+
+@pytest.mark.parametrize("tool", ["crash", "crash_sync"])
+@pytest.mark.parametrize(("kind", "named"), CRASHES)
+async def test_call_tools_answers_a_crash_as_an_error_result(
+    tool: str, kind: str, named: str
+) -> None:
+    worker = crash_worker()
+    calls = [ToolCall("1", tool, f'{{"kind": "{kind}"}}'), ToolCall("2", "echo", '{"text": "ok"}')]
+    outcome = await asyncio.wait_for(worker.call_tools(calls), timeout=10)
+    assert isinstance(outcome, Completed)
+    crashed, fine = outcome.results
+    assert crashed.is_error
+    assert isinstance(crashed.error, ToolError.Internal)
+    assert named in crashed.content
+    assert (fine.is_error, fine.content) == (False, "ok")
+
+
+@pytest.mark.parametrize(("kind", "named"), CRASHES)
+async def test_handle_call_tool_raises_tool_execution_for_a_crash(kind: str, named: str) -> None:
+    handle = crash_worker().tool_server_handle()
+    with pytest.raises(ToolServerError.ToolExecution) as raised:
+        await handle.call_tool("crash", f'{{"kind": "{kind}"}}')
+    assert named in str(raised.value)
+    assert isinstance(raised.value.__cause__, ToolError.Internal)
+
+
+async def test_a_requested_cancel_still_cancels_the_tool() -> None:
+    worker = crash_worker()
+    task = asyncio.ensure_future(worker.call_tools([ToolCall("1", "sleep", '{"seconds": 5}')]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.parametrize("tool", ["crash", "crash_sync"])
+@pytest.mark.parametrize(("kind", "named"), CRASHES)
+async def test_over_grpc_a_crash_is_internal_and_other_calls_go_on(
+    tool: str, kind: str, named: str
+) -> None:
+    async with (
+        serve(worker=crash_worker()) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        slow = asyncio.ensure_future(
+            stub.CallTool(pb.CallToolRequest(name="sleep", input_json='{"seconds": 0.3}'))
+        )
+        await asyncio.sleep(0.05)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CallTool(
+                pb.CallToolRequest(name=tool, input_json=f'{{"kind": "{kind}"}}'), timeout=10
+            )
+        failure = failure_of(caught.value)
+        assert (failure.code, failure.reason) == (grpc.StatusCode.INTERNAL, "TOOL_INTERNAL")
+        assert named in failure.message
+        assert (await slow).output == "slept 0.3"
+        echoed = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+        assert echoed.output == "x"
+
+
+async def test_a_crashing_hook_is_internal_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    worker = crash_worker()
+
+    def broken_hook(context: ToolCallContext) -> Continue:
+        raise SystemExit("hook wants out")
+
+    worker.add_pre_tool_call_hook(broken_hook)
+    async with serve(worker=worker) as served, grpc.aio.insecure_channel(served.target) as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+        failure = failure_of(caught.value)
+        assert (failure.code, failure.reason) == (grpc.StatusCode.INTERNAL, "TOOL_INTERNAL")
+        assert "SystemExit: hook wants out" in failure.message
+        assert failure.metadata["call_id"] in failure.message
+    assert "Traceback" in caplog.text
+    assert "broken_hook" in caplog.text
+
+
+async def test_the_server_process_survives_every_crash_and_exits_only_on_sigterm() -> None:
+    process = ServerProcess([*CRASH_TOOLS, "--port", "0", "--no-internal"])
+    try:
+        port = await process.port()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            for tool in ("crash", "crash_sync"):
+                for kind, named in CRASHES:
+                    with pytest.raises(grpc.aio.AioRpcError) as caught:
+                        await stub.CallTool(
+                            pb.CallToolRequest(name=tool, input_json=f'{{"kind": "{kind}"}}'),
+                            timeout=10,
+                        )
+                    assert caught.value.code() is grpc.StatusCode.INTERNAL, (tool, kind)
+                    assert named in (caught.value.details() or "")
+            assert process.process.poll() is None
+            reply = await stub.CallTool(pb.CallToolRequest(name="counter", input_json="{}"))
+            assert reply.output == "1"
+        assert await asyncio.to_thread(process.stop) == 0
+    finally:
+        process.process.kill()
+        process.stop()
