@@ -19,7 +19,15 @@ import grpc.aio
 
 from ._channel_owner import ChannelOwner
 from ._json import canonical_json
-from ._status import error_from_rpc, tool_error_from_rpc
+from ._status import (
+    CODES,
+    Reason,
+    RemoteServiceError,
+    error_from_rpc,
+    table_reason,
+    tool_error_from_rpc,
+)
+from ._text import shorten
 from ._tool import Tool
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot
@@ -29,6 +37,7 @@ from .v1 import tool_service_pb2 as pb
 __all__ = ["RemoteTool", "RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 
 _SERVICE: Final = "/llmworker.v1.ToolService/"
+_TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 
 
 class _DefinitionsCache:
@@ -76,9 +85,29 @@ class RemoteTool:
         request = pb.CallToolRequest(name=self.name, input_json=input_json)
         try:
             response = await self._call(request, timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            raise tool_error_from_rpc(error) from None
+        except grpc.aio.AioRpcError as rpc_error:
+            error = tool_error_from_rpc(rpc_error)
+            if isinstance(error, RemoteServiceError) and error.reason not in _TABLE_REASONS:
+                raise self._provider_failure(error) from None
+            raise error from None
         return response.output
+
+    def _provider_failure(self, error: RemoteServiceError) -> RemoteServiceError:
+        """A failure that came from gRPC or a server that is no llmworker server, under the
+        table's reason: the provider did not answer in time, or could not be used."""
+        reason = table_reason(error.reason, error.code)
+        if reason is Reason.TOOL_TIMEOUT:
+            message = (
+                f"the provider of tool '{self.name}' did not answer within "
+                f"{self._timeout or 0:.3g} s; check that it is running and not overloaded"
+            )
+        else:
+            message = (
+                f"the provider of tool '{self.name}' could not be used ({error.code.name}: "
+                f"{shorten(error.message, 200)}); check that it is running and serves "
+                "llmworker.v1.ToolService"
+            )
+        return RemoteServiceError(CODES[reason], reason.value, message, {})
 
     def __repr__(self) -> str:
         return f"RemoteTool({self.name!r})"

@@ -42,11 +42,19 @@ class ServerApp:
         config.check()
         self.config = config
         self._worker = worker or Worker()
-        self.registry = Registry(self._worker)
-        limits = CallLimits(config.call_timeout, config.tool_timeouts, config.max_concurrent_calls)
+        self.registry = Registry(self._worker, config.max_message_bytes)
+        limits = CallLimits(
+            config.call_timeout,
+            config.tool_timeouts,
+            config.max_concurrent_calls,
+            config.max_input_bytes,
+            config.tool_max_input_bytes,
+        )
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None
-        self.tools = ToolService(self.registry, limits, self._call_log)
+        self.tools = ToolService(
+            self.registry, limits, self._call_log, redact_errors=config.redact_errors
+        )
         self._registry_service = RegistryService(self.registry, config.token, config.call_timeout)
         self._health = health.aio.HealthServicer()
         self._public: grpc.aio.Server | None = None
@@ -125,12 +133,19 @@ class ServerApp:
         return definitions
 
     def _new_server(self, *, reuse_port: bool) -> grpc.aio.Server:
-        limit = self.config.max_message_bytes
+        config = self.config
         return grpc.aio.server(
             options=[
-                ("grpc.max_receive_message_length", limit),
-                ("grpc.max_send_message_length", limit),
+                ("grpc.max_receive_message_length", config.max_message_bytes),
+                ("grpc.max_send_message_length", config.max_message_bytes),
                 ("grpc.so_reuseport", 1 if reuse_port else 0),
+                ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+                ("grpc.max_connection_idle_ms", _milliseconds(config.max_connection_idle)),
+                ("grpc.max_connection_age_ms", _milliseconds(config.max_connection_age)),
+                (
+                    "grpc.max_connection_age_grace_ms",
+                    _milliseconds(config.max_connection_age_grace),
+                ),
             ]
         )
 
@@ -159,6 +174,11 @@ class ServerApp:
             for meta in self.registry.handle.tool_definitions_sorted():
                 await registry.register_tool(meta, provider)
         _log.info("registered %d tools with %s as %s", len(self.registry.handle), target, provider)
+
+
+def _milliseconds(seconds: float) -> int:
+    """A duration for a gRPC channel argument: whole milliseconds, at most INT_MAX."""
+    return min(int(seconds * 1000), 2**31 - 1)
 
 
 def _bind(server: grpc.aio.Server, address: str) -> int:

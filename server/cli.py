@@ -29,9 +29,37 @@ def _tool_timeout(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SECONDS, e.g. 'search=5'") from None
 
 
+def _tool_limit(text: str) -> tuple[str, int]:
+    name, separator, limit = text.partition("=")
+    try:
+        if not separator or not name:
+            raise ValueError
+        return name, int(limit)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=BYTES, e.g. 'upload=8388608'"
+        ) from None
+
+
+def _refuse_secrets_on_the_command_line(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> None:
+    """``--token`` is refused without echoing its value: a command line is visible to every
+    user of the machine (``ps``) and lands in shell history."""
+    for argument in argv:
+        if argument == "--":
+            return
+        if argument == "--token" or argument.startswith("--token="):
+            parser.error(
+                f"--token is not accepted: a command line is visible to other users; put the "
+                f"token in ${TOKEN_ENV} or in a file named by --token-file"
+            )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="llmworker-server",
+        allow_abbrev=False,  # "--token x" must never be taken as "--token-file x"
         description="Serve llmworker tools over gRPC (llmworker.v1.ToolService), with health "
         "checking and server reflection, plus an internal ToolRegistry listener through which "
         "other processes contribute tools.",
@@ -75,7 +103,38 @@ def _parser() -> argparse.ArgumentParser:
         "--max-message-bytes",
         type=int,
         default=4 * 1024 * 1024,
-        help="largest request or response (default %(default)s)",
+        help="largest request or response; the definitions listing must fit too "
+        "(default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-concurrent-streams",
+        type=int,
+        default=100,
+        metavar="N",
+        help="calls in progress on one client connection (HTTP/2 streams) (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-idle",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close a connection with no call for this long (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-age",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="ask clients to reconnect after this long, so that load spreads and abandoned "
+        "streams end (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-age-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="then close the connection after this long, whatever is left on it "
+        "(default %(default)s)",
     )
 
     registry = parser.add_argument_group("internal registry")
@@ -144,6 +203,28 @@ def _parser() -> argparse.ArgumentParser:
         help="timeout of one tool (repeatable)",
     )
     calls.add_argument(
+        "--max-input-bytes",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="largest input_json of a call; larger ones get INVALID_ARGUMENT before any "
+        "validation (default %(default)s)",
+    )
+    calls.add_argument(
+        "--tool-max-input-bytes",
+        type=_tool_limit,
+        action="append",
+        default=[],
+        metavar="NAME=BYTES",
+        help="the input limit of one tool (repeatable)",
+    )
+    calls.add_argument(
+        "--redact-errors",
+        action="store_true",
+        help="answer unexpected exceptions in tools and hooks with a generic message and the "
+        "call id; the server logs the details",
+    )
+    calls.add_argument(
         "--max-concurrent-calls",
         type=int,
         default=1024,
@@ -156,7 +237,17 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="on SIGTERM/SIGINT, how long calls in flight may finish (default %(default)s)",
+        help="on SIGTERM/SIGINT, how long calls in flight may finish; the process exits "
+        "within --drain-delay + grace + 1 s whatever tools do (default %(default)s)",
+    )
+    calls.add_argument(
+        "--drain-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, report NOT_SERVING through health checks and keep serving "
+        "this long before refusing calls, so that load balancers move away (default "
+        "%(default)s)",
     )
     calls.add_argument(
         "--log-level",
@@ -170,7 +261,16 @@ def _parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     """The configuration the command line describes; exits with usage on bad input."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    _refuse_secrets_on_the_command_line(parser, arguments)
+    args, unknown = parser.parse_known_args(arguments)
+    if unknown:  # named, never echoed: a stray value may be a secret
+        flags = [word.split("=", 1)[0] for word in unknown if word.startswith("-")]
+        parser.error(
+            f"unrecognised arguments ({len(unknown)}): "
+            + (", ".join(flags) if flags else "values that belong to no flag")
+            + "; see --help"
+        )
     token = os.environ.get(TOKEN_ENV) or None
     if args.token_file is not None:
         try:
@@ -192,6 +292,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         tool_timeouts=dict(args.tool_timeout),
         max_concurrent_calls=args.max_concurrent_calls,
         max_message_bytes=args.max_message_bytes,
+        max_input_bytes=args.max_input_bytes,
+        tool_max_input_bytes=dict(args.tool_max_input_bytes),
+        redact_errors=args.redact_errors,
+        drain_delay=args.drain_delay,
+        max_concurrent_streams=args.max_concurrent_streams,
+        max_connection_idle=args.max_connection_idle,
+        max_connection_age=args.max_connection_age,
+        max_connection_age_grace=args.max_connection_age_grace,
         grace_seconds=args.grace_seconds,
         log_level=args.log_level,
         register_with=args.register_with,

@@ -27,13 +27,21 @@ class ServerConfig:
     internal: bool = True
     internal_socket: Path | None = None
     internal_address: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     lock_at_start: bool = False
     registration_window: float | None = None
     call_timeout: float | None = 30.0
     tool_timeouts: dict[str, float] = field(default_factory=dict[str, float])
     max_concurrent_calls: int = 1024
     max_message_bytes: int = 4 * 1024 * 1024
+    max_input_bytes: int = 1024 * 1024
+    tool_max_input_bytes: dict[str, int] = field(default_factory=dict[str, int])
+    redact_errors: bool = False
+    drain_delay: float = 0.0
+    max_concurrent_streams: int = 100
+    max_connection_idle: float = 300.0
+    max_connection_age: float = 1800.0
+    max_connection_age_grace: float = 30.0
     grace_seconds: float = 10.0
     log_level: str = "INFO"
     register_with: str | None = None
@@ -54,6 +62,24 @@ class ServerConfig:
             )
         if self.max_concurrent_calls < 1:
             raise ValueError("--max-concurrent-calls must be at least 1")
+        for flag, value in [
+            ("--max-message-bytes", self.max_message_bytes),
+            ("--max-input-bytes", self.max_input_bytes),
+            ("--max-concurrent-streams", self.max_concurrent_streams),
+            *((f"--tool-max-input-bytes {name}", limit)
+              for name, limit in self.tool_max_input_bytes.items()),
+        ]:  # fmt: skip
+            if value < 1:
+                raise ValueError(f"{flag} must be at least 1")
+        for flag, seconds in [
+            ("--grace", self.grace_seconds),
+            ("--drain-delay", self.drain_delay),
+            ("--max-connection-idle", self.max_connection_idle),
+            ("--max-connection-age", self.max_connection_age),
+            ("--max-connection-age-grace", self.max_connection_age_grace),
+        ]:
+            if not seconds >= 0:  # also refuses NaN
+                raise ValueError(f"{flag} must be a number of seconds, 0 or more")
         if self.workers < 1:
             raise ValueError("--workers must be at least 1")
         if self.workers > 1 and self.port == 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Callable
 from typing import Final
 
 import grpc
@@ -14,49 +15,113 @@ from llmworker import (
     Locked,
     Mutable,
     RemoteTool,
+    Tool,
     ToolDefinition,
     ToolFactory,
+    ToolMeta,
     ToolRegistryError,
     ToolServerHandle,
     Worker,
 )
 from llmworker._status import ErrorStatus, Reason
-from llmworker._wire import meta_from_message
+from llmworker._text import printable, shorten
+from llmworker._wire import definition_message, meta_from_message
 from llmworker.v1 import tool_registry_pb2 as pb
 
-from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, unary
+from .provider_target import target_problem
+from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, guarded, unary
 
 __all__ = ["Registry", "RegistryService"]
 
 _log = logging.getLogger("llmworker.server.registry")
 _SERVICE: Final = "llmworker.v1.ToolRegistry"
+_LISTING_OVERHEAD: Final = 2 + 64 + 2  # the fingerprint and unchanged fields
+
+MAX_DESCRIPTION_CHARS: Final = 16 * 1024
+"""The longest description RegisterTool takes."""
+MAX_SCHEMA_BYTES: Final = 128 * 1024
+"""The largest input schema RegisterTool takes, as canonical JSON."""
+
+
+def listing_bytes(meta: ToolMeta) -> int:
+    """What ``meta`` adds to the serialised ListDefinitionsSorted response."""
+    size = definition_message(meta).ByteSize()
+    return 1 + _varint_length(size) + size
+
+
+def _varint_length(value: int) -> int:
+    return max(1, (value.bit_length() + 6) // 7)
 
 
 class RegistryLockedError(Exception):
     """The registry is locked; tools can no longer be added."""
 
 
-class Registry:
-    """Holds the server's Worker: a ``Worker[Mutable]`` until ``lock()``, then locked."""
+class RegistryFullError(Exception):
+    """The definitions listing would outgrow the largest message the server sends."""
 
-    def __init__(self, worker: Worker[Mutable]) -> None:
+
+class Registry:
+    """Holds the server's Worker: a ``Worker[Mutable]`` until ``lock()``, then locked.
+
+    The whole ``ListDefinitionsSorted`` response must fit in ``max_listing_bytes`` (the
+    server's ``--max-message-bytes``): a registration that would outgrow it is refused, since
+    it would break listing for every client.
+    """
+
+    def __init__(self, worker: Worker[Mutable], max_listing_bytes: int = 4 << 20) -> None:
         self._mutable: Worker[Mutable] | None = worker
         self.worker: Worker[Mutable] | Worker[Locked] = worker
         """The worker in its current state (for calls and hooks)."""
         self.handle: ToolServerHandle = worker.tool_server_handle()
+        self._max_listing_bytes = max_listing_bytes
+        self._listing_bytes = _LISTING_OVERHEAD + sum(
+            listing_bytes(meta) for meta in self.handle.tool_definitions_sorted()
+        )
 
     @property
     def is_locked(self) -> bool:
         return self._mutable is None
 
     def register(self, definitions: list[ToolDefinition]) -> None:
-        """Register all of ``definitions`` or none; ``RegistryLockedError`` once locked."""
+        """Register all of ``definitions`` or none; ``RegistryLockedError`` once locked,
+        ``RegistryFullError`` when the listing would outgrow its limit."""
+        mutable = self._writable()
+        before = set(self.handle.tool_definitions_sorted())
+        mutable.register_tools(definitions)
+        added = [meta for meta in self.handle.tool_definitions_sorted() if meta not in before]
+        size = sum(listing_bytes(meta) for meta in added)
+        if self._listing_bytes + size > self._max_listing_bytes:
+            for meta in added:
+                mutable.unregister_tool(meta.name)
+            raise RegistryFullError(self._full(size, len(added)))
+        self._listing_bytes += size
+
+    def register_remote(self, meta: ToolMeta, make_tool: Callable[[], Tool]) -> None:
+        """Register one tool whose meta is known, checking the limit before anything is made
+        (``make_tool`` runs only for an accepted registration)."""
+        mutable = self._writable()
+        size = listing_bytes(meta)
+        if self._listing_bytes + size > self._max_listing_bytes:
+            raise RegistryFullError(self._full(size, 1))
+        mutable.register_tools([ToolFactory(meta, make_tool)])
+        self._listing_bytes += size
+
+    def _writable(self) -> Worker[Mutable]:
         if self._mutable is None:
             raise RegistryLockedError(
                 "the registry is locked: the tool set is fixed, as on a Worker[Locked]; "
                 "register tools before the server locks (see --registration-window)"
             )
-        self._mutable.register_tools(definitions)
+        return self._mutable
+
+    def _full(self, size: int, count: int) -> str:
+        return (
+            f"registering {count} more tool(s) ({size} bytes of definitions) would make the "
+            f"ListDefinitionsSorted response {self._listing_bytes + size} bytes, over the "
+            f"server's {self._max_listing_bytes} (--max-message-bytes); shorten descriptions "
+            "and schemas, or raise --max-message-bytes on the server and its clients"
+        )
 
     def lock(self) -> None:
         """Fix the tool set (idempotent)."""
@@ -83,12 +148,12 @@ class RegistryService:
             _SERVICE,
             {
                 "RegisterTool": unary(
-                    self.register_tool,
+                    guarded(self.register_tool, "RegisterTool"),
                     pb.RegisterToolRequest.FromString,
                     pb.RegisterToolResponse.SerializeToString,
                 ),
                 "LockRegistry": unary(
-                    self.lock_registry,
+                    guarded(self.lock_registry, "LockRegistry"),
                     pb.LockRegistryRequest.FromString,
                     pb.LockRegistryResponse.SerializeToString,
                 ),
@@ -118,29 +183,35 @@ class RegistryService:
         await self._authorise(context)
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
+        problem = _definition_problem(request)
+        if problem is not None:
+            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, problem))
         try:
             meta = meta_from_message(request.definition)
         except ValueError as error:
             await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, str(error)))
         target = request.provider_target
-        if not target:
+        problem = target_problem(target)
+        if problem is not None:
             await abort(
                 context,
                 ErrorStatus.of(
                     Reason.INVALID_REQUEST,
-                    f"provider_target of tool '{meta.name}' is empty; send the gRPC target of "
-                    "a server implementing llmworker.v1.ToolService",
+                    f"tool '{meta.name}': {problem} serving llmworker.v1.ToolService",
                     tool=meta.name,
                 ),
             )
-        tool = RemoteTool(self._channel(target), meta.name, self._provider_timeout)
         try:
-            self._registry.register([ToolFactory(meta, lambda: tool)])
+            self._registry.register_remote(
+                meta, lambda: RemoteTool(self._channel(target), meta.name, self._provider_timeout)
+            )
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
         except ToolRegistryError.DuplicateName as error:
             await abort(context, ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=meta.name))
-        _log.info("registered tool=%s provider=%s", meta.name, target)
+        except RegistryFullError as error:
+            await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
+        _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
         return pb.RegisterToolResponse(
             fingerprint=self._registry.handle.definitions_snapshot().fingerprint
         )
@@ -164,3 +235,21 @@ class RegistryService:
         """Close the channels to providers."""
         for channel in self._channels.values():
             await channel.close()
+
+
+def _definition_problem(request: pb.RegisterToolRequest) -> str | None:
+    """What makes the definition too large to register, checked before it is parsed."""
+    definition = request.definition
+    name = shorten(definition.name)
+    if len(definition.description) > MAX_DESCRIPTION_CHARS:
+        return (
+            f"the description of tool '{name}' is {len(definition.description)} characters; "
+            f"RegisterTool takes at most {MAX_DESCRIPTION_CHARS}"
+        )
+    size = len(definition.input_schema_json.encode())
+    if size > MAX_SCHEMA_BYTES:
+        return (
+            f"input_schema_json of tool '{name}' is {size} bytes; RegisterTool takes at "
+            f"most {MAX_SCHEMA_BYTES}; move detail into the description or split the tool"
+        )
+    return None

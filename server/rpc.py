@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar, final
@@ -12,7 +13,20 @@ from google.protobuf.message import DecodeError
 
 from llmworker._status import ErrorStatus, Reason
 
-__all__ = ["Context", "MalformedRequest", "abort", "add_service", "unary"]
+from .failure_log import FailureLog
+
+__all__ = [
+    "Context",
+    "MalformedRequest",
+    "abort",
+    "abort_malformed",
+    "add_service",
+    "guarded",
+    "is_requested_cancel",
+    "unary",
+]
+
+_FAILURES = FailureLog()
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -55,6 +69,43 @@ async def abort_malformed(context: Context, request: MalformedRequest) -> NoRetu
             "must be UTF-8",
         ),
     )
+
+
+def is_requested_cancel() -> bool:
+    """Whether the running task was asked to cancel (the client left, its deadline passed,
+    or the server is stopping), as opposed to code raising ``CancelledError`` by itself."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def guarded(
+    behavior: Callable[[RequestT, Context], Awaitable[ResponseT]], method: str
+) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
+    """``behavior``, answering any unexpected exception with INTERNAL / TOOL_INTERNAL (and
+    logging it) instead of gRPC's bare UNKNOWN; an abort or a requested cancel passes."""
+
+    async def handle(request: RequestT, context: Context) -> ResponseT:
+        try:
+            return await behavior(request, context)
+        except grpc.aio.AbortError:
+            raise
+        except asyncio.CancelledError:
+            if is_requested_cancel():
+                raise
+            problem: BaseException = asyncio.CancelledError()
+        except BaseException as error:
+            problem = error
+        _FAILURES.report_where(method, f"method={method}", problem)
+        await abort(
+            context,
+            ErrorStatus.of(
+                Reason.TOOL_INTERNAL,
+                f"{method} failed inside the server ({type(problem).__name__}); the server "
+                "logged it; retry, and report it if it persists",
+            ),
+        )
+
+    return handle
 
 
 def unary(

@@ -6,19 +6,31 @@ import asyncio
 import itertools
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 import grpc.aio
 
 from llmworker import ToolBatchAborted, ToolCallPaused, ToolServerError
 from llmworker._status import ErrorStatus, Reason, status_of
+from llmworker._text import shorten
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .call_log import CallLog
+from .failure_log import FailureLog, unexpected_cause
 from .registry import Registry
-from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, unary
+from .rpc import (
+    Context,
+    MalformedRequest,
+    abort,
+    abort_malformed,
+    add_service,
+    guarded,
+    is_requested_cancel,
+    unary,
+)
 from .timeouts import TimeoutWatchdog
 
 __all__ = ["CallLimits", "ToolService"]
@@ -27,20 +39,23 @@ _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
     Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
 )
+_SHUTTING_DOWN: Final = ErrorStatus.of(
+    Reason.SHUTTING_DOWN,
+    "the server is shutting down and takes no new calls; retry on another replica or after "
+    "it restarts (the call did not run)",
+)
 
 
+@dataclass(slots=True)
 class CallLimits:
-    """Timeouts (global and per tool, seconds; None for none) and the in-flight call limit."""
+    """Timeouts (global and per tool, seconds; None for none), the in-flight call limit and
+    the input size limits (global and per tool, bytes of UTF-8)."""
 
-    def __init__(
-        self,
-        call_timeout: float | None,
-        tool_timeouts: Mapping[str, float],
-        max_concurrent_calls: int,
-    ) -> None:
-        self.call_timeout = call_timeout
-        self.tool_timeouts = dict(tool_timeouts)
-        self.max_concurrent_calls = max_concurrent_calls
+    call_timeout: float | None
+    tool_timeouts: Mapping[str, float]
+    max_concurrent_calls: int
+    max_input_bytes: int = 1024 * 1024
+    tool_max_input_bytes: Mapping[str, int] = field(default_factory=dict[str, int])
 
     def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
         """The server's timeout for a call to ``tool`` when it ends the call before the
@@ -50,17 +65,41 @@ class CallLimits:
             return None
         return timeout
 
+    def input_too_large(self, tool: str, input_json: str) -> ErrorStatus | None:
+        """The refusal of an input over the tool's limit, or None when it fits."""
+        limit = self.tool_max_input_bytes.get(tool, self.max_input_bytes)
+        if len(input_json) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
+            return None
+        size = len(input_json.encode())
+        if size <= limit:
+            return None
+        return ErrorStatus.of(
+            Reason.INVALID_REQUEST,
+            f"input_json of the call to '{shorten(tool)}' is {size} bytes; this server takes "
+            f"at most {limit} (--max-input-bytes, --tool-max-input-bytes); send less, or "
+            "raise the limit",
+            tool=shorten(tool),
+        )
+
 
 class ToolService:
     """Serves one registry's tools; every call runs through the worker's hooks."""
 
     def __init__(
-        self, registry: Registry, limits: CallLimits, call_log: CallLog | None = None
+        self,
+        registry: Registry,
+        limits: CallLimits,
+        call_log: CallLog | None = None,
+        *,
+        redact_errors: bool = False,
     ) -> None:
         self._registry = registry
         self._limits = limits
         self._call_log = call_log
+        self._redact = redact_errors
+        self._failures = FailureLog()
         self._in_flight = 0
+        self._refusing = False
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
         self._watchdog = TimeoutWatchdog()
@@ -71,7 +110,7 @@ class ToolService:
             _SERVICE,
             {
                 "GetTool": unary(
-                    self.get_tool,
+                    guarded(self.get_tool, "GetTool"),
                     pb.GetToolRequest.FromString,
                     pb.GetToolResponse.SerializeToString,
                 ),
@@ -81,7 +120,9 @@ class ToolService:
                     pb.CallToolResponse.SerializeToString,
                 ),
                 "ListDefinitionsSorted": unary(
-                    self.list_definitions_sorted, pb.ListDefinitionsSortedRequest.FromString, _as_is
+                    guarded(self.list_definitions_sorted, "ListDefinitionsSorted"),
+                    pb.ListDefinitionsSortedRequest.FromString,
+                    _as_is,
                 ),
             },
         )
@@ -90,6 +131,15 @@ class ToolService:
     def in_flight(self) -> int:
         """Calls running now."""
         return self._in_flight
+
+    def refuse_new_calls(self) -> None:
+        """From now on answer CallTool with UNAVAILABLE/SHUTTING_DOWN (nothing runs)."""
+        self._refusing = True
+
+    async def wait_idle(self, poll: float = 0.01) -> None:
+        """Return once no call is running (polled: the call path stays free of it)."""
+        while self._in_flight:  # noqa: ASYNC110 - an Event would cost every call a set/clear
+            await asyncio.sleep(poll)
 
     async def get_tool(
         self, request: pb.GetToolRequest | MalformedRequest, context: Context
@@ -123,9 +173,15 @@ class ToolService:
     ) -> pb.CallToolResponse:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
+        if self._refusing:
+            await abort(context, _SHUTTING_DOWN)
         name = request.name
         if not name:
             await abort(context, _EMPTY_NAME)
+        input_json = request.input_json
+        too_large = self._limits.input_too_large(name, input_json)
+        if too_large is not None:
+            await abort(context, too_large)
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(context, self._over_limit(name))
         timeout = self._limits.server_timeout(name, context.time_remaining())
@@ -134,28 +190,32 @@ class ToolService:
         started = time.perf_counter()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
+        call_id = str(next(self._call_ids))
         try:
-            output = await self._registry.worker.call_tool(
-                name, request.input_json, call_id=str(next(self._call_ids))
-            )
+            output = await self._registry.worker.call_tool(name, input_json, call_id=call_id)
             label = "OK"
             return pb.CallToolResponse(output=output)
         except ToolServerError as error:
-            status = status_of(error, name)
+            status = self._failed(name, call_id, error)
         except ToolCallPaused:
             status = ErrorStatus.of(
                 Reason.HOOK_ABORTED,
-                f"a pre-tool-call hook paused the call to '{name}'; pausing cannot be resumed "
-                "over gRPC",
-                tool=name,
+                f"a pre-tool-call hook paused the call to '{shorten(name)}'; pausing cannot be "
+                "resumed over gRPC",
+                tool=shorten(name),
             )
-        except asyncio.CancelledError:
-            if watched is None or not self._watchdog.finish(watched[0]):
-                raise  # the client cancelled, or its deadline passed
-            watched[0].uncancel()
-            status = _timed_out(name, watched[1])
         except ToolBatchAborted as error:
-            status = ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=name)
+            status = ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=shorten(name))
+        except asyncio.CancelledError as error:
+            if watched is not None and self._watchdog.finish(watched[0]):
+                watched[0].uncancel()
+                status = _timed_out(name, watched[1])
+            elif is_requested_cancel():
+                raise  # the client cancelled, or its deadline passed
+            else:  # a CancelledError nobody asked for: a defect in a hook
+                status = self._crashed(name, call_id, error)
+        except BaseException as error:  # a hook or the worker itself failed: never the process
+            status = self._crashed(name, call_id, error)
         finally:
             if watched is not None:
                 self._watchdog.finish(watched[0])
@@ -165,6 +225,30 @@ class ToolService:
                 self._call_log.record(name, label, started)
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
+
+    def _failed(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
+        status = status_of(error, name)
+        cause = unexpected_cause(error)
+        if cause is None:
+            return status
+        self._failures.report(name, call_id, cause)
+        metadata = {**status.metadata, "call_id": call_id}
+        if not self._redact:
+            return ErrorStatus(status.code, status.reason, status.message, metadata)
+        hidden = f"the tool failed unexpectedly; the server logged it as call_id={call_id}"
+        metadata["tool_error"] = hidden
+        return ErrorStatus(status.code, status.reason, f"Tool execution failed: {hidden}", metadata)
+
+    def _crashed(self, name: str, call_id: str, error: BaseException) -> ErrorStatus:
+        self._failures.report(name, call_id, error)
+        detail = "" if self._redact else f": {type(error).__name__}: {error}"
+        return ErrorStatus.of(
+            Reason.TOOL_INTERNAL,
+            f"the call to '{shorten(name)}' failed inside the server{detail}; the server "
+            f"logged it as call_id={call_id}",
+            tool=shorten(name),
+            call_id=call_id,
+        )
 
     def _watch(self, timeout: float) -> tuple[asyncio.Task[object], float]:
         """Have the watchdog cancel this call after ``timeout`` seconds, the server's timeout
@@ -179,16 +263,16 @@ class ToolService:
             Reason.CONCURRENCY_LIMIT,
             f"{self._in_flight} calls are in flight, the server's limit; retry with backoff or "
             "raise --max-concurrent-calls",
-            tool=name,
+            tool=shorten(name),
         )
 
 
 def _timed_out(name: str, timeout: float) -> ErrorStatus:
     return ErrorStatus.of(
         Reason.TOOL_TIMEOUT,
-        f"Tool '{name}' did not finish within {timeout:.3g} s, the server's timeout for it; "
-        "raise --call-timeout or --tool-timeout, or make the tool faster",
-        tool=name,
+        f"Tool '{shorten(name)}' did not finish within {timeout:.3g} s, the server's timeout "
+        "for it; raise --call-timeout or --tool-timeout, or make the tool faster",
+        tool=shorten(name),
     )
 
 

@@ -33,8 +33,11 @@ async def test_a_10_mb_input_is_refused_by_the_message_limit() -> None:
         await assert_still_serving(stub)
 
 
-async def test_a_3_mb_input_under_the_limit_is_served() -> None:
-    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+async def test_a_3_mb_input_under_the_raised_input_limit_is_served() -> None:
+    async with (
+        serve(max_input_bytes=4 << 20) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
         stub = tool_service_pb2_grpc.ToolServiceStub(channel)
         text = "y" * (3 << 20)
         reply = await stub.CallTool(

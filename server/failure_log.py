@@ -1,0 +1,88 @@
+"""Unexpected exceptions in tools and hooks, logged once each with their traceback.
+
+A tool that fails on every call must not flood the log: each tool gets ``burst`` tracebacks
+per ``window`` seconds; past that, failures are only counted, and the next traceback that
+is let through says how many were left out. Every line of a logged traceback is indented,
+and the exception's own text is escaped, so nothing a request put there reads as a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from typing import Final
+
+from llmworker import ToolError, ToolServerError
+from llmworker._text import printable
+
+__all__ = ["FailureLog", "unexpected_cause"]
+
+_log = logging.getLogger("llmworker.server.failures")
+_MAX_TRACEBACK_LINES: Final = 60
+
+
+def unexpected_cause(error: BaseException) -> BaseException | None:
+    """The exception behind ``error`` that no tool raised on purpose, or None.
+
+    A ``ToolError`` a tool raises itself is an answer for the model; one that the library
+    made from another exception (a crash in the tool's body) carries it as ``__cause__``.
+    """
+    seen = 0
+    while isinstance(error, ToolError | ToolServerError) and seen < 4:
+        cause = error.__cause__
+        if cause is None:
+            return None
+        error, seen = cause, seen + 1
+    if isinstance(error, ToolError | ToolServerError):
+        return None
+    return error
+
+
+class FailureLog:
+    """Logs unexpected exceptions with traceback, tool name and call id, rate-limited."""
+
+    def __init__(self, burst: int = 5, window: float = 60.0) -> None:
+        self._burst = burst
+        self._window = window
+        self._by_tool: dict[str, tuple[float, int, int]] = {}  # window start, logged, left out
+
+    def report(self, tool: str, call_id: str, error: BaseException) -> None:
+        """Log ``error``, raised in the call ``call_id`` to ``tool``, unless over the rate."""
+        self.report_where(tool, f"tool={printable(tool)} call_id={call_id}", error)
+
+    def report_where(self, key: str, where: str, error: BaseException) -> None:
+        """Log ``error`` with ``where`` (already escaped), rate-limited per ``key``."""
+        tool = key
+        now = time.monotonic()
+        started, logged, left_out = self._by_tool.get(tool, (now, 0, 0))
+        if now - started >= self._window:
+            started, logged = now, 0
+        if logged >= self._burst:
+            self._by_tool[tool] = (started, logged, left_out + 1)
+            return
+        self._by_tool[tool] = (started, logged + 1, 0)
+        if len(self._by_tool) > 4096:  # tool names are registered ones; this is a backstop
+            self._by_tool.clear()
+        more = f" ({left_out} similar failures of this tool were not logged)" if left_out else ""
+        _log.error(
+            "%s raised %s: %s%s\n%s",
+            where,
+            type(error).__name__,
+            printable(str(error), 500),
+            more,
+            _indented_traceback(error),
+        )
+
+
+def _indented_traceback(error: BaseException) -> str:
+    lines = traceback.format_exception(error)
+    text = "".join(lines).rstrip("\n").split("\n")
+    if len(text) > _MAX_TRACEBACK_LINES:
+        cut = len(text) - _MAX_TRACEBACK_LINES
+        text = [
+            *text[: _MAX_TRACEBACK_LINES // 2],
+            f"... {cut} lines ...",
+            *text[-_MAX_TRACEBACK_LINES // 2 :],
+        ]
+    return "\n".join(f"    | {printable(line, 1000)}" for line in text)
