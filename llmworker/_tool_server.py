@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import bisect
-import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import NamedTuple, final
 
+from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
-from ._json import canonical_json
 from ._tool import Tool, ToolDefinition, declared_meta
 from ._tool_meta import ToolMeta
 
@@ -23,20 +20,6 @@ __all__ = [
 ]
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class DefinitionsSnapshot:
-    """The sorted definitions of one registry version, serialised once.
-
-    ``canonical_json`` is a JSON array of ``{"name", "description", "input_schema"}`` objects
-    in canonical form; ``fingerprint`` is its SHA-256 in hex.
-    """
-
-    definitions: tuple[ToolMeta, ...]
-    canonical_json: bytes
-    fingerprint: str
-
-
 class _Entry(NamedTuple):
     """A registered tool; as a tuple it is what ``get_tool`` returns, with no copy per call."""
 
@@ -45,44 +28,23 @@ class _Entry(NamedTuple):
 
 
 class _Registry:
-    """The one map every handle shares.
+    """The one map every handle shares, and its definitions sorted by name."""
 
-    Each meta's canonical JSON is encoded once, at registration, and the names are kept
-    sorted, so the definitions snapshot (rebuilt lazily after a change) is a join and a hash,
-    not a serialisation of every schema: registering n tools one by one costs O(n) each.
-    """
-
-    __slots__ = ("encoded", "entries", "snapshot", "sorted_names")
+    __slots__ = ("entries", "sorted")
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
-        self.encoded: dict[str, bytes] = {}
-        self.sorted_names: list[str] = []
-        self.snapshot: DefinitionsSnapshot | None = None
+        self.sorted = SortedDefinitions()
 
     def put(self, entry: _Entry) -> None:
-        name = entry.meta.name
-        if name not in self.entries:
-            bisect.insort(self.sorted_names, name)
-        self.entries[name] = entry
-        self.encoded[name] = canonical_json(entry.meta.to_json_object())
-        self.snapshot = None
+        self.entries[entry.meta.name] = entry
+        self.sorted.put(entry.meta)
 
     def remove(self, name: str) -> _Entry | None:
         entry = self.entries.pop(name, None)
         if entry is not None:
-            del self.encoded[name]
-            del self.sorted_names[bisect.bisect_left(self.sorted_names, name)]
-            self.snapshot = None
+            self.sorted.remove(name)
         return entry
-
-    def definitions(self) -> DefinitionsSnapshot:
-        if self.snapshot is None:
-            names = self.sorted_names
-            metas = tuple(self.entries[name].meta for name in names)
-            body = b"[" + b",".join([self.encoded[name] for name in names]) + b"]"
-            self.snapshot = DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest())
-        return self.snapshot
 
 
 @final
@@ -146,11 +108,16 @@ class ToolServerHandle:
 
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """Every registered meta, sorted by name (deterministic LLM requests)."""
-        return self._registry.definitions().definitions
+        return self._registry.sorted.sorted_metas()
 
     def definitions_snapshot(self) -> DefinitionsSnapshot:
         """The sorted definitions with their canonical JSON and fingerprint, cached per change."""
-        return self._registry.definitions()
+        return self._registry.sorted.snapshot()
+
+    def definitions_fingerprint(self) -> str:
+        """The snapshot's fingerprint, kept up to date without building the snapshot: after
+        one registration it costs a hash of the definitions from the new one on."""
+        return self._registry.sorted.fingerprint()
 
     def __len__(self) -> int:
         return len(self._registry.entries)

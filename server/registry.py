@@ -212,18 +212,14 @@ class RegistryService:
         except RegistryFullError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
         _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
-        return pb.RegisterToolResponse(
-            fingerprint=self._registry.handle.definitions_snapshot().fingerprint
-        )
+        return pb.RegisterToolResponse(fingerprint=self._registry.handle.definitions_fingerprint())
 
     async def lock_registry(
         self, request: pb.LockRegistryRequest | MalformedRequest, context: Context
     ) -> pb.LockRegistryResponse:
         await self._authorise(context)
         self._registry.lock()
-        return pb.LockRegistryResponse(
-            fingerprint=self._registry.handle.definitions_snapshot().fingerprint
-        )
+        return pb.LockRegistryResponse(fingerprint=self._registry.handle.definitions_fingerprint())
 
     def _channel(self, target: str) -> grpc.aio.Channel:
         channel = self._channels.get(target)
