@@ -11,11 +11,15 @@ status and two clock readings per call, and writes the formatted lines with one 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from typing import TextIO
+from typing import Final, TextIO
+
+from llmworker._text import printable
 
 __all__ = ["CallLog"]
 
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _LINE = "%s INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
 
 
@@ -51,7 +55,8 @@ class CallLog:
             wall_ms = int((ended + to_wall) * 1000)
             if wall_ms != stamped_ms:  # calls a millisecond apart share their time stamp
                 stamped_ms, stamp = wall_ms, _stamp(wall_ms)
-            lines.append(_LINE % (stamp, tool, status, (ended - started) * 1000))
+            shown = tool if _TOOL_NAME.fullmatch(tool) else _quoted(tool)
+            lines.append(_LINE % (stamp, shown, status, (ended - started) * 1000))
         self._stream.write("".join(lines))
         self._stream.flush()
 
@@ -60,6 +65,12 @@ class CallLog:
         if self._timer is not None:
             self._timer.cancel()
         self.flush()
+
+
+def _quoted(name: str) -> str:
+    """A name that is no valid tool name came from a caller: quoted, shortened and escaped,
+    so that it cannot end the line or pose as another field."""
+    return '"' + printable(name.replace("\\", "\\\\")).replace('"', '\\"') + '"'
 
 
 def _stamp(wall_ms: int) -> str:

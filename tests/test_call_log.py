@@ -61,3 +61,28 @@ async def test_pending_lines_are_written_within_the_interval() -> None:
     assert [line[2] for line in parsed(stream.getvalue())] == ["OK", "CANCELLED"]
     log.close()
     assert len(stream.getvalue().splitlines()) == 2, "closing twice writes nothing twice"
+
+
+async def test_a_name_from_a_request_cannot_forge_or_split_a_line() -> None:
+    stream = io.StringIO()
+    log = CallLog(stream, interval=60)
+    evil = [
+        "x\n2099-01-01 00:00:00,000 INFO llmworker.server.calls tool=INJECTED status=OK",
+        "a\rb\x1b[31m\u2028c",
+        'q" status=OK duration_ms=1.000',
+        "y" * 10_000,
+    ]
+    for name in evil:
+        log.record(name, "NOT_FOUND", time.perf_counter())
+    log.record("echo", "OK", time.perf_counter())
+    log.flush()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == len(evil) + 1
+    assert "INJECTED status=OK" not in "".join(line.split(" tool=", 1)[0] for line in lines)
+    for line in lines[:-1]:
+        assert line.endswith("status=NOT_FOUND duration_ms=" + line.rsplit("=", 1)[1])
+        assert line.count(" status=") == 1 or '\\"' in line
+        assert line.isprintable()
+        assert len(line) < 300
+    assert ' tool="x\\n2099-01-01' in lines[0]
+    assert lines[-1].split(" ", 4)[4].startswith("tool=echo status=OK")
