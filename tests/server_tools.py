@@ -103,3 +103,8 @@ class CrashTestTools:
         else:
             value = numerator / denominator
         return {"value": value}
+
+    @tool
+    async def take(self, items: list[int], weights: dict[str, float] | None = None) -> int:
+        """Count the items: a tool whose input can hold very many invalid values."""
+        return len(items)
