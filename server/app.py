@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_
 from .call_log import CallLog
 from .config import ServerConfig, default_internal_socket
 from .demo_tools import DemoTools
+from .drain import DrainGate
 from .loading import load_definitions
 from .reflection import enable_reflection
 from .registry import Registry, RegistryService
@@ -26,6 +26,8 @@ from .service import CallLimits, ToolService
 __all__ = ["ServerApp"]
 
 _log = logging.getLogger("llmworker.server.lifecycle")
+_QUIET_SECONDS = 0.05
+_MAX_HOLD_SECONDS = 2.0
 _TOOL_SERVICE = "llmworker.v1.ToolService"
 _REGISTRY_SERVICE = "llmworker.v1.ToolRegistry"
 
@@ -52,10 +54,17 @@ class ServerApp:
         )
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None
+        self._gate = DrainGate()
         self.tools = ToolService(
-            self.registry, limits, self._call_log, redact_errors=config.redact_errors
+            self.registry,
+            limits,
+            self._call_log,
+            redact_errors=config.redact_errors,
+            gate=self._gate,
         )
-        self._registry_service = RegistryService(self.registry, config.token, config.call_timeout)
+        self._registry_service = RegistryService(
+            self.registry, config.token, config.call_timeout, self._gate
+        )
         self._health = health.aio.HealthServicer()
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
@@ -92,14 +101,32 @@ class ServerApp:
         if self.config.register_with:
             await self._register_with(self.config.register_with)
 
-    async def stop(self, grace: float | None = None) -> None:
-        """Stop accepting calls, let calls in flight finish within ``grace`` seconds."""
+    async def stop(self, grace: float | None = None, *, drain_delay: float = 0.0) -> None:
+        """Stop without losing a call the server accepted.
+
+        Health turns NOT_SERVING; after ``drain_delay`` seconds (for load balancers to move
+        away) calls that arrive are held until none has arrived for 50 ms, so gRPC's queue
+        of accepted calls is empty when the listeners close; then the held calls and those
+        in flight get ``grace`` seconds to finish (with no grace, held calls are answered
+        UNAVAILABLE / SHUTTING_DOWN, which clients may retry). Streams that never reached a
+        handler are cut once the handlers are done, so they cannot hold up the stop.
+        """
         grace = self.config.grace_seconds if grace is None else grace
         if self._lock_timer:
             self._lock_timer.cancel()
         await self._health.enter_graceful_shutdown()
+        if drain_delay > 0:
+            await asyncio.sleep(drain_delay)
+        self._gate.close()
+        await self._gate.wait_quiet(_QUIET_SECONDS, cap=min(_MAX_HOLD_SECONDS, grace / 2))
         servers = [server for server in (self._public, self._internal) if server]
-        await asyncio.gather(*(server.stop(grace) for server in servers))
+        stopping = [asyncio.ensure_future(server.stop(grace)) for server in servers]
+        await asyncio.sleep(0.005)  # the stops have begun: listeners closed, GOAWAY sent
+        self._gate.release(run=grace > 0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.tools.wait_idle(), grace)
+        await asyncio.gather(*(server.stop(0) for server in servers))
+        await asyncio.gather(*stopping)
         await self._registry_service.close()
         if self._call_log is not None:
             self._call_log.close()
@@ -110,19 +137,6 @@ class ServerApp:
         if self.internal_target and self.internal_target.startswith("unix:"):
             with contextlib.suppress(FileNotFoundError):
                 Path(self.internal_target.removeprefix("unix:")).unlink()
-
-    async def run_until_signal(self) -> None:
-        """Serve until SIGTERM or SIGINT, then stop gracefully."""
-        stopping = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stopping.set)
-        await self.start()
-        await stopping.wait()
-        _log.info(
-            "signal received: finishing calls in flight (grace %.1f s)", self.config.grace_seconds
-        )
-        await self.stop()
 
     def _definitions(self) -> list[ToolDefinition]:
         definitions: list[ToolDefinition] = []

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .app import ServerApp
 from .config import ServerConfig
+from .process import serve_until_signal
 from .workers import run_workers
 
 __all__ = ["main", "parse_args"]
@@ -329,8 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if config.workers > 1:
         return run_workers(sys.argv[1:] if argv is None else argv, config.workers)
     try:
-        asyncio.run(ServerApp(config).run_until_signal())
+        return serve_until_signal(config)
     except (OSError, ValueError) as error:
         logging.getLogger("llmworker.server.lifecycle").error("%s", error)
         return 1
-    return 0

@@ -28,6 +28,7 @@ from llmworker._text import printable, shorten
 from llmworker._wire import definition_message, meta_from_message
 from llmworker.v1 import tool_registry_pb2 as pb
 
+from .drain import DrainGate
 from .provider_target import target_problem
 from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, guarded, unary
 
@@ -135,11 +136,16 @@ class RegistryService:
     """``llmworker.v1.ToolRegistry``: RegisterTool and LockRegistry, behind a token."""
 
     def __init__(
-        self, registry: Registry, token: str | None, provider_timeout: float | None
+        self,
+        registry: Registry,
+        token: str | None,
+        provider_timeout: float | None,
+        gate: DrainGate | None = None,
     ) -> None:
         self._registry = registry
         self._expected = f"Bearer {token}".encode() if token else None
         self._provider_timeout = provider_timeout
+        self._gate = gate
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def add_to(self, server: grpc.aio.Server) -> None:
@@ -148,12 +154,12 @@ class RegistryService:
             _SERVICE,
             {
                 "RegisterTool": unary(
-                    guarded(self.register_tool, "RegisterTool"),
+                    guarded(self.register_tool, "RegisterTool", self._gate),
                     pb.RegisterToolRequest.FromString,
                     pb.RegisterToolResponse.SerializeToString,
                 ),
                 "LockRegistry": unary(
-                    guarded(self.lock_registry, "LockRegistry"),
+                    guarded(self.lock_registry, "LockRegistry", self._gate),
                     pb.LockRegistryRequest.FromString,
                     pb.LockRegistryResponse.SerializeToString,
                 ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar, final
+from typing import Any, Final, NoReturn, TypeVar, final
 
 import grpc
 import grpc.aio
@@ -13,9 +13,11 @@ from google.protobuf.message import DecodeError
 
 from llmworker._status import ErrorStatus, Reason
 
+from .drain import DrainGate
 from .failure_log import FailureLog
 
 __all__ = [
+    "SHUTTING_DOWN",
     "Context",
     "MalformedRequest",
     "abort",
@@ -27,6 +29,11 @@ __all__ = [
 ]
 
 _FAILURES = FailureLog()
+SHUTTING_DOWN: Final = ErrorStatus.of(
+    Reason.SHUTTING_DOWN,
+    "the server is shutting down and takes no new calls; retry on another replica or after "
+    "it restarts (the call did not run)",
+)
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -79,12 +86,17 @@ def is_requested_cancel() -> bool:
 
 
 def guarded(
-    behavior: Callable[[RequestT, Context], Awaitable[ResponseT]], method: str
+    behavior: Callable[[RequestT, Context], Awaitable[ResponseT]],
+    method: str,
+    gate: DrainGate | None = None,
 ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
     """``behavior``, answering any unexpected exception with INTERNAL / TOOL_INTERNAL (and
-    logging it) instead of gRPC's bare UNKNOWN; an abort or a requested cancel passes."""
+    logging it) instead of gRPC's bare UNKNOWN; an abort or a requested cancel passes.
+    While ``gate`` drains, a call waits at it first."""
 
     async def handle(request: RequestT, context: Context) -> ResponseT:
+        if gate is not None and gate.closed and not await gate.hold():
+            await abort(context, SHUTTING_DOWN)
         try:
             return await behavior(request, context)
         except grpc.aio.AbortError:

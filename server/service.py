@@ -19,9 +19,11 @@ from llmworker._wire import definition_message, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .call_log import CallLog
+from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
 from .registry import Registry
 from .rpc import (
+    SHUTTING_DOWN,
     Context,
     MalformedRequest,
     abort,
@@ -38,11 +40,6 @@ __all__ = ["CallLimits", "ToolService"]
 _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
     Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
-)
-_SHUTTING_DOWN: Final = ErrorStatus.of(
-    Reason.SHUTTING_DOWN,
-    "the server is shutting down and takes no new calls; retry on another replica or after "
-    "it restarts (the call did not run)",
 )
 
 
@@ -92,6 +89,7 @@ class ToolService:
         call_log: CallLog | None = None,
         *,
         redact_errors: bool = False,
+        gate: DrainGate | None = None,
     ) -> None:
         self._registry = registry
         self._limits = limits
@@ -99,7 +97,7 @@ class ToolService:
         self._redact = redact_errors
         self._failures = FailureLog()
         self._in_flight = 0
-        self._refusing = False
+        self._gate = gate or DrainGate()
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
         self._watchdog = TimeoutWatchdog()
@@ -110,7 +108,7 @@ class ToolService:
             _SERVICE,
             {
                 "GetTool": unary(
-                    guarded(self.get_tool, "GetTool"),
+                    guarded(self.get_tool, "GetTool", self._gate),
                     pb.GetToolRequest.FromString,
                     pb.GetToolResponse.SerializeToString,
                 ),
@@ -120,7 +118,7 @@ class ToolService:
                     pb.CallToolResponse.SerializeToString,
                 ),
                 "ListDefinitionsSorted": unary(
-                    guarded(self.list_definitions_sorted, "ListDefinitionsSorted"),
+                    guarded(self.list_definitions_sorted, "ListDefinitionsSorted", self._gate),
                     pb.ListDefinitionsSortedRequest.FromString,
                     _as_is,
                 ),
@@ -132,13 +130,9 @@ class ToolService:
         """Calls running now."""
         return self._in_flight
 
-    def refuse_new_calls(self) -> None:
-        """From now on answer CallTool with UNAVAILABLE/SHUTTING_DOWN (nothing runs)."""
-        self._refusing = True
-
     async def wait_idle(self, poll: float = 0.01) -> None:
-        """Return once no call is running (polled: the call path stays free of it)."""
-        while self._in_flight:  # noqa: ASYNC110 - an Event would cost every call a set/clear
+        """Return once no call is running or held (polled: the call path stays free of it)."""
+        while self._in_flight or self._gate.held:  # noqa: ASYNC110 - an Event would cost every call a set/clear
             await asyncio.sleep(poll)
 
     async def get_tool(
@@ -173,8 +167,8 @@ class ToolService:
     ) -> pb.CallToolResponse:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
-        if self._refusing:
-            await abort(context, _SHUTTING_DOWN)
+        if self._gate.closed and not await self._gate.hold():
+            await abort(context, SHUTTING_DOWN)
         name = request.name
         if not name:
             await abort(context, _EMPTY_NAME)

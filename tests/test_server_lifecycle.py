@@ -104,7 +104,9 @@ async def test_sigterm_finishes_the_call_in_flight_and_exits_zero() -> None:
         process.process.kill()
         process.stop()
     assert "tool=sleep status=OK" in process.output
-    assert "signal received: finishing calls in flight (grace 10.0 s)" in process.output
+    assert "signal received: finishing calls in flight (grace 10.0 s, drain delay 0.0 s)" in (
+        process.output
+    )
 
 
 def test_help_documents_every_flag() -> None:

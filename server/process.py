@@ -1,0 +1,109 @@
+"""The server as a process: signals, a hard deadline, tool threads that never hold up exit,
+and tasks that try to exit it.
+
+- SIGTERM/SIGINT start a graceful stop (``ServerApp.stop`` with ``--drain-delay`` and
+  ``--grace``); a second signal exits at once. Whatever tools do, the process is gone
+  ``drain delay + grace + 1 s`` after the first signal: a watchdog thread ends it if the
+  event loop is stuck.
+- Sync tools run on daemon threads (``DaemonThreadExecutor``), so a tool blocked past the
+  grace does not keep a stopped server alive.
+- ``SystemExit`` or ``KeyboardInterrupt`` raised by a task outside any call (a tool's own
+  background task, say) would stop the event loop: it is logged and the loop goes on.
+  Only a signal stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Final
+
+from .app import ServerApp
+from .config import ServerConfig
+from .daemon_executor import DaemonThreadExecutor
+
+__all__ = ["serve_until_signal"]
+
+_log = logging.getLogger("llmworker.server.lifecycle")
+_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+_DEADLINE_MARGIN: Final = 0.9
+
+
+def serve_until_signal(config: ServerConfig) -> int:
+    """Serve ``config`` until a signal; 0 after a graceful stop."""
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(DaemonThreadExecutor())
+    app = ServerApp(config)
+    main = loop.create_task(_serve(app, loop))
+    try:
+        while True:
+            try:
+                loop.run_until_complete(main)
+                break
+            except (SystemExit, KeyboardInterrupt) as error:
+                if main.done():
+                    raise
+                _log.error(
+                    "a task outside any call raised %s; the server keeps serving (only "
+                    "SIGTERM/SIGINT stop it)",
+                    type(error).__name__,
+                )
+        return main.result()
+    finally:
+        _close(loop)
+
+
+async def _serve(app: ServerApp, loop: asyncio.AbstractEventLoop) -> int:
+    stopping = asyncio.Event()
+    signalled = False
+    config = app.config
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal signalled
+        if signalled:
+            _exit_now(f"second {signal.Signals(signum).name}: exiting at once\n", 1)
+        signalled = True
+        deadline = config.drain_delay + config.grace_seconds + _DEADLINE_MARGIN
+        watchdog = threading.Timer(
+            deadline, _exit_now, ("the stop overran its grace: exiting at once\n", 1)
+        )
+        watchdog.daemon = True
+        watchdog.start()
+        loop.call_soon_threadsafe(stopping.set)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in _SIGNALS}
+    try:
+        await app.start()
+        await stopping.wait()
+        _log.info(
+            "signal received: finishing calls in flight (grace %.1f s, drain delay %.1f s)",
+            config.grace_seconds,
+            config.drain_delay,
+        )
+        await app.stop(drain_delay=config.drain_delay)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 0
+
+
+def _exit_now(message: str, code: int) -> None:
+    """End the process without waiting for anything (a signal handler or watchdog thread:
+    no logging locks are taken)."""
+    try:
+        os.write(sys.stderr.fileno(), f"llmworker-server: {message}".encode())
+    finally:
+        os._exit(code)
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
