@@ -18,7 +18,7 @@ GO_MAPPINGS := $(foreach f,tool tool_service tool_registry,\
   --go_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1 \
   --go-grpc_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1)
 
-.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench run clean
+.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench stress run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ buf-lint: $(BUF)
 # ghz against the floor and the server, scenario by scenario (see BENCHMARKS.md).
 bench: $(STAMP) $(GHZ)
 	$(BIN)/python -m bench.run
+
+# SIGTERM under ghz load (lost calls), a blocked tool at shutdown, huge invalid requests
+# (stall, RSS), 10,000 registrations; written to bench/results/stress-DATE.json.
+stress: $(STAMP) $(GHZ)
+	$(BIN)/python -m bench.stress
 
 # The server with the demo tools on 127.0.0.1:$(PORT), until Ctrl-C.
 run: $(STAMP)

@@ -54,3 +54,22 @@ def test_the_duel_compares_two_servers_cpu_per_call() -> None:
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "round 0: a " in completed.stdout
     assert "b - a: median " in completed.stdout
+
+
+def test_the_stress_script_runs_and_loses_no_call(tmp_path: Path) -> None:
+    if not GHZ.exists():
+        pytest.fail("ghz is missing: run 'make test' (it installs ghz with go install)")
+    out = tmp_path / "stress.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.stress", "--quick", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads(out.read_text())
+    assert report["shutdown"]["lost_calls"] == 0, report["shutdown"]
+    assert report["shutdown"]["exit_code"] == 0
+    assert report["blocked_tool"]["exit_seconds"] < 2.5
+    assert {row["answered"][0] for row in report["bad_requests"]} == {
+        "INVALID_ARGUMENT",
+        "NOT_FOUND",
+    }

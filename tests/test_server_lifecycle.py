@@ -162,3 +162,65 @@ def test_unsafe_or_malformed_flags_are_refused_with_the_fix(
 def test_the_default_config_listens_on_loopback_only() -> None:
     assert ServerConfig().host == "127.0.0.1"
     assert ServerConfig().internal_address is None
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--token", "hunter2-secret"],
+        ["--token=hunter2-secret"],
+        ["--tok", "hunter2-secret"],
+        ["--token-f", "hunter2-secret"],
+        ["--demo", "hunter2-secret"],
+        ["--tokn=hunter2-secret"],
+    ],
+)
+def test_a_secret_on_the_command_line_is_refused_and_never_echoed(
+    arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_args(arguments)
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "hunter2-secret" not in error
+    if arguments[0].split("=")[0] == "--token":
+        assert "LLMWORKER_TOKEN" in error
+        assert "--token-file" in error
+
+
+def test_the_token_is_not_in_the_config_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMWORKER_TOKEN", "hunter2-secret")
+    config = parse_args(["--port", "0"])
+    assert config.token == "hunter2-secret"
+    assert "hunter2-secret" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--max-input-bytes", "0"], "--max-input-bytes must be at least 1"),
+        (["--tool-max-input-bytes", "x"], "is not NAME=BYTES"),
+        (["--drain-delay", "-1"], "--drain-delay must be a number of seconds"),
+        (["--grace", "nan"], "--grace must be a number of seconds"),
+        (["--max-concurrent-streams", "0"], "--max-concurrent-streams must be at least 1"),
+    ],
+)
+def test_limit_flags_are_checked(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(arguments)
+    assert message in capsys.readouterr().err
+
+
+def test_the_new_flags_are_documented() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "server", "--help"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    for flag in [
+        "--max-input-bytes", "--tool-max-input-bytes", "--redact-errors", "--drain-delay",
+        "--max-concurrent-streams", "--max-connection-idle", "--max-connection-age",
+        "--max-connection-age-grace",
+    ]:  # fmt: skip
+        assert flag in completed.stdout, flag
