@@ -20,6 +20,7 @@ from llmworker._text import printable
 __all__ = ["CallLog"]
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MAX_REMEMBERED_NAMES: Final = 4096
 _LINE = "%s INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
 
 
@@ -35,6 +36,15 @@ class CallLog:
         self._interval = interval
         self._pending: list[tuple[str, str, float, float]] = []  # tool, status, started, ended
         self._timer: asyncio.TimerHandle | None = None
+        self._valid_names: set[str] = set()  # names seen to be valid tool names
+
+    def _valid(self, tool: str) -> bool:
+        if not _TOOL_NAME.fullmatch(tool):
+            return False
+        if len(self._valid_names) >= _MAX_REMEMBERED_NAMES:
+            self._valid_names.clear()
+        self._valid_names.add(tool)
+        return True
 
     def record(self, tool: str, status: str, started: float) -> None:
         """Note one call that began at ``started`` and ends now; written within ``interval``."""
@@ -50,12 +60,13 @@ class CallLog:
         pending, self._pending = self._pending, []
         to_wall = time.time() - time.perf_counter()
         stamped_ms, stamp = -1, ""
+        valid = self._valid_names
         lines: list[str] = []
         for tool, status, started, ended in pending:
             wall_ms = int((ended + to_wall) * 1000)
             if wall_ms != stamped_ms:  # calls a millisecond apart share their time stamp
                 stamped_ms, stamp = wall_ms, _stamp(wall_ms)
-            shown = tool if _TOOL_NAME.fullmatch(tool) else _quoted(tool)
+            shown = tool if tool in valid or self._valid(tool) else _quoted(tool)
             lines.append(_LINE % (stamp, shown, status, (ended - started) * 1000))
         self._stream.write("".join(lines))
         self._stream.flush()

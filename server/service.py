@@ -98,6 +98,10 @@ class ToolService:
         self._failures = FailureLog()
         self._in_flight = 0
         self._gate = gate or DrainGate()
+        # Characters that fit every input limit even at 4 bytes each: one comparison per call.
+        self._surely_fits = (
+            min([limits.max_input_bytes, *limits.tool_max_input_bytes.values()]) // 4
+        )
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
         self._watchdog = TimeoutWatchdog()
@@ -173,9 +177,10 @@ class ToolService:
         if not name:
             await abort(context, _EMPTY_NAME)
         input_json = request.input_json
-        too_large = self._limits.input_too_large(name, input_json)
-        if too_large is not None:
-            await abort(context, too_large)
+        if len(input_json) > self._surely_fits:  # else the input fits every limit
+            too_large = self._limits.input_too_large(name, input_json)
+            if too_large is not None:
+                await abort(context, too_large)
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(context, self._over_limit(name))
         timeout = self._limits.server_timeout(name, context.time_remaining())

@@ -108,3 +108,14 @@ class CrashTestTools:
     async def take(self, items: list[int], weights: dict[str, float] | None = None) -> int:
         """Count the items: a tool whose input can hold very many invalid values."""
         return len(items)
+
+    @tool
+    async def exit_later(self) -> str:
+        """Leave behind a task that raises SystemExit outside any call."""
+
+        async def leave() -> None:
+            await asyncio.sleep(0.05)
+            sys.exit(5)
+
+        self.left_behind = asyncio.get_running_loop().create_task(leave())
+        return "left"

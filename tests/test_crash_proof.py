@@ -148,3 +148,22 @@ async def test_the_server_process_survives_every_crash_and_exits_only_on_sigterm
     finally:
         process.process.kill()
         process.stop()
+
+
+async def test_a_task_left_behind_that_raises_system_exit_does_not_stop_the_server() -> None:
+    process = ServerProcess([*CRASH_TOOLS, "--port", "0", "--no-internal"])
+    try:
+        port = await process.port()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            left = await stub.CallTool(pb.CallToolRequest(name="exit_later", input_json="{}"))
+            assert left.output == "left"
+            await asyncio.sleep(0.5)
+            reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+            assert reply.output == "x"
+        assert process.process.poll() is None
+        assert await asyncio.to_thread(process.stop) == 0
+    finally:
+        process.process.kill()
+        process.stop()
+    assert "a task outside any call raised SystemExit; the server keeps serving" in process.output
