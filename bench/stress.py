@@ -109,11 +109,13 @@ def shutdown_under_load(calls: int, signal_after: int) -> dict[str, Any]:
         ghz.wait(180)
         parsed: dict[str, Any] = json.loads(report.read_text())
     codes: dict[str, int] = parsed.get("statusCodeDistribution") or {}
+    errors: dict[str, int] = parsed.get("errorDistribution") or {}
     return {
         "calls": calls,
         "answered_before_sigterm": answered_at_signal,
         "status_codes": codes,
         "lost_calls": codes.get("Canceled", 0),
+        "errors": dict(sorted(errors.items(), key=lambda item: -item[1])[:5]),
         "exit_code": code,
         "exit_seconds": round(exit_s, 2),
     }

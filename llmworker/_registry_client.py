@@ -26,8 +26,9 @@ class ToolRegistryClient(ChannelOwner):
     ...     await registry.register_tool(meta, provider_target="127.0.0.1:50061")
 
     Raises ``ToolRegistryError.DuplicateName`` for a taken name, and ``RemoteServiceError``
-    for a locked registry (reason ``REGISTRY_LOCKED``), a wrong token (``UNAUTHENTICATED``)
-    or a malformed definition (``INVALID_REQUEST``).
+    for a locked registry (reason ``REGISTRY_LOCKED``), a wrong token (``UNAUTHENTICATED``),
+    a malformed or oversized definition or an unusable provider target (``INVALID_REQUEST``),
+    or a listing that would outgrow the server's message limit (``REGISTRY_FULL``).
     """
 
     def __init__(self, target: str, token: str | None = None, *, timeout: float = 10.0):

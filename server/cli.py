@@ -6,8 +6,9 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from .config import ServerConfig
 from .process import serve_until_signal
@@ -16,28 +17,28 @@ from .workers import run_workers
 __all__ = ["main", "parse_args"]
 
 TOKEN_ENV = "LLMWORKER_TOKEN"
+ValueT = TypeVar("ValueT")
 
 
-def _tool_timeout(text: str) -> tuple[str, float]:
-    name, separator, seconds = text.partition("=")
-    try:
-        if not separator or not name:
-            raise ValueError
-        return name, float(seconds)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=SECONDS, e.g. 'search=5'") from None
+def _per_tool(
+    convert: Callable[[str], ValueT], form: str, example: str
+) -> Callable[[str], tuple[str, ValueT]]:
+    """An argparse type for ``NAME=VALUE``, e.g. ``--tool-timeout search=5``."""
+
+    def parse(text: str) -> tuple[str, ValueT]:
+        name, separator, value = text.partition("=")
+        try:
+            if not separator or not name:
+                raise ValueError
+            return name, convert(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {form}, e.g. {example!r}") from None
+
+    return parse
 
 
-def _tool_limit(text: str) -> tuple[str, int]:
-    name, separator, limit = text.partition("=")
-    try:
-        if not separator or not name:
-            raise ValueError
-        return name, int(limit)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not NAME=BYTES, e.g. 'upload=8388608'"
-        ) from None
+_tool_timeout = _per_tool(float, "NAME=SECONDS", "search=5")
+_tool_limit = _per_tool(int, "NAME=BYTES", "upload=8388608")
 
 
 def _refuse_secrets_on_the_command_line(

@@ -58,7 +58,7 @@ class RegistryLockedError(Exception):
     """The registry is locked; tools can no longer be added."""
 
 
-class RegistryFullError(Exception):
+class RegistryFullError(ValueError):
     """The definitions listing would outgrow the largest message the server sends."""
 
 
