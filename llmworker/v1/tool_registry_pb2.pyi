@@ -25,11 +25,16 @@ class RegisterToolRequest(_message.Message):
     PROVIDER_TARGET_FIELD_NUMBER: _builtins.int
     provider_target: _builtins.str
     """A gRPC target serving llmworker.v1.ToolService (e.g. "127.0.0.1:50061" or
-    "unix:///run/provider.sock"); the server forwards CallTool for this tool there.
+    "unix:///run/provider.sock"); the server forwards CallTool for this tool there. One of
+    HOST:PORT, [IPV6]:PORT, dns:[//AUTHORITY/]HOST[:PORT], ipv4:ADDR:PORT[,...],
+    ipv6:[ADDR]:PORT[,...], unix:PATH, unix:///ABSOLUTE/PATH or unix-abstract:NAME, at most
+    512 characters; anything else is INVALID_REQUEST.
     """
     @_builtins.property
     def definition(self) -> _tool_pb2.ToolDefinition:
-        """The tool as the model should see it; the provider must serve a tool of this name."""
+        """The tool as the model should see it; the provider must serve a tool of this name. The
+        description takes at most 16,384 characters, input_schema_json at most 128 KiB.
+        """
 
     def __init__(
         self,

@@ -37,7 +37,10 @@ class ToolRegistryStub:
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
-    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed schema, bad target
+    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
+    description, a target gRPC cannot use
+    REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
+    outgrow the server's --max-message-bytes
     """
 
     def __init__(self, channel):
@@ -70,7 +73,10 @@ class ToolRegistryServicer:
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
-    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed schema, bad target
+    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
+    description, a target gRPC cannot use
+    REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
+    outgrow the server's --max-message-bytes
     """
 
     def RegisterTool(self, request, context):
@@ -120,7 +126,10 @@ class ToolRegistry:
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
-    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed schema, bad target
+    INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
+    description, a target gRPC cannot use
+    REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
+    outgrow the server's --max-message-bytes
     """
 
     @staticmethod

@@ -67,7 +67,10 @@ class CallToolRequest(_message.Message):
     name: _builtins.str
     """The tool to run."""
     input_json: _builtins.str
-    """The arguments as the model produced them: JSON text, passed to the tool unchanged."""
+    """The arguments as the model produced them: JSON text, passed to the tool unchanged. At
+    most the server's --max-input-bytes (1 MiB by default) of UTF-8; larger inputs are
+    INVALID_REQUEST before any validation.
+    """
     def __init__(
         self,
         *,

@@ -29,10 +29,17 @@ class ToolServiceStub:
                                                   invalid UTF-8, bad schema)
       TOOL_TIMEOUT           DEADLINE_EXCEEDED    the per-tool or global timeout passed
       CONCURRENCY_LIMIT      RESOURCE_EXHAUSTED   too many calls in flight; retry later
-      PROVIDER_UNAVAILABLE   UNAVAILABLE          the process providing the tool is gone
+      PROVIDER_UNAVAILABLE   UNAVAILABLE          the process providing the tool is gone, or
+                                                  is no llmworker server
+      HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
+      SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
+                                                  call; safe to retry on another replica
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
-    "Tool execution failed: Invalid argument: query: Field required".
+    "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
+    ErrorInfo metadata is cut to 1 KiB and names echoed from the request to 64 characters, so
+    an error always fits a client's default 8 KiB metadata limit. Unexpected failures (a crash
+    in a tool or hook) also carry "call_id", the id the server logged the traceback under.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -60,10 +67,17 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                                                   invalid UTF-8, bad schema)
       TOOL_TIMEOUT           DEADLINE_EXCEEDED    the per-tool or global timeout passed
       CONCURRENCY_LIMIT      RESOURCE_EXHAUSTED   too many calls in flight; retry later
-      PROVIDER_UNAVAILABLE   UNAVAILABLE          the process providing the tool is gone
+      PROVIDER_UNAVAILABLE   UNAVAILABLE          the process providing the tool is gone, or
+                                                  is no llmworker server
+      HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
+      SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
+                                                  call; safe to retry on another replica
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
-    "Tool execution failed: Invalid argument: query: Field required".
+    "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
+    ErrorInfo metadata is cut to 1 KiB and names echoed from the request to 64 characters, so
+    an error always fits a client's default 8 KiB metadata limit. Unexpected failures (a crash
+    in a tool or hook) also carry "call_id", the id the server logged the traceback under.
     """
 
     @_abc_1.abstractmethod
