@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 from ._arguments import KeywordsValidator, describe, fail_fast, render_result, unknown_fields
 from ._errors import ToolError
 from ._schema import SchemaStyle, arguments_schema
+from ._text import message_of
 from ._tool import Tool
 from ._tool_meta import ToolMeta
 from ._tool_server import crash_error
@@ -223,7 +224,7 @@ class _ThreadCrash(Exception):
     """
 
     def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
+        super().__init__(message_of(error))
         self.error = error
 
 
@@ -259,7 +260,7 @@ def _wrapper_class(
             except _ThreadCrash as crash:
                 raise crash_error(self, crash.error) from crash.error
             except Exception as error:
-                raise ToolError.ExecutionFailed(str(error)) from error
+                raise ToolError.ExecutionFailed(message_of(error)) from error
             return result if isinstance(result, str) else render_result(result)
 
     Wrapper.__name__ = f"Tool{pascal}"

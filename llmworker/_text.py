@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["ELLIPSIS", "printable", "shorten", "shorten_utf8"]
+__all__ = ["ELLIPSIS", "message_of", "printable", "shorten", "shorten_utf8"]
 
 ELLIPSIS: Final = "…"
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -25,12 +25,22 @@ def shorten(text: str, limit: int = 64) -> str:
 
 
 def shorten_utf8(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` bytes of UTF-8 (ending ``…`` when cut)."""
-    encoded = text.encode()
+    """``text`` as valid UTF-8 (a lone surrogate becomes ``?``), cut to at most ``limit``
+    bytes (ending ``…`` when cut)."""
+    encoded = text.encode(errors="replace")
     if len(encoded) <= limit:
-        return text
+        return text if text.isascii() else encoded.decode()
     cut = encoded[: limit - len(ELLIPSIS.encode())].decode(errors="ignore")
     return cut + ELLIPSIS
+
+
+def message_of(error: BaseException) -> str:
+    """``str(error)``, or a note saying it failed: an exception's ``__str__`` is its author's
+    code and may itself raise."""
+    try:
+        return str(error)
+    except Exception:
+        return f"<{type(error).__name__} whose str() failed>"
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -8,6 +8,7 @@ from typing import NamedTuple, final
 
 from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
+from ._text import message_of
 from ._tool import Tool, ToolDefinition, declared_meta
 from ._tool_meta import ToolMeta
 
@@ -206,7 +207,8 @@ async def execute_tool(tool: Tool, input_json: str) -> str:
 
 def crash_error(tool: Tool, error: BaseException) -> ToolError:
     """The ``ToolError.Internal`` that answers ``error``, raised by ``tool`` by mistake."""
-    detail = f": {error}" if str(error) else ""
+    message = message_of(error)
+    detail = f": {message}" if message else ""
     return ToolError.Internal(
         f"{type(tool).__name__}.execute raised {type(error).__name__}{detail}"
     )

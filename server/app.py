@@ -51,6 +51,7 @@ class ServerApp:
             config.max_concurrent_calls,
             config.max_input_bytes,
             config.tool_max_input_bytes,
+            config.max_message_bytes - 16,
         )
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None

@@ -14,7 +14,7 @@ import traceback
 from typing import Final
 
 from llmworker import ToolError, ToolServerError
-from llmworker._text import printable
+from llmworker._text import message_of, printable
 
 __all__ = ["FailureLog", "unexpected_cause"]
 
@@ -69,7 +69,7 @@ class FailureLog:
             "%s raised %s: %s%s\n%s",
             where,
             type(error).__name__,
-            printable(str(error), 500),
+            printable(message_of(error), 500),
             more,
             _indented_traceback(error),
         )

@@ -11,9 +11,9 @@ from typing import Final
 
 import grpc.aio
 
-from llmworker import ToolBatchAborted, ToolCallPaused, ToolServerError
+from llmworker import ToolBatchAborted, ToolCallPaused, ToolError, ToolServerError
 from llmworker._status import ErrorStatus, Reason, status_of
-from llmworker._text import shorten
+from llmworker._text import message_of, shorten
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
@@ -45,14 +45,15 @@ _EMPTY_NAME: Final = ErrorStatus.of(
 
 @dataclass(slots=True)
 class CallLimits:
-    """Timeouts (global and per tool, seconds; None for none), the in-flight call limit and
-    the input size limits (global and per tool, bytes of UTF-8)."""
+    """Timeouts (global and per tool, seconds; None for none), the in-flight call limit, the
+    input size limits (global and per tool) and the output limit, in bytes of UTF-8."""
 
     call_timeout: float | None
     tool_timeouts: Mapping[str, float]
     max_concurrent_calls: int
     max_input_bytes: int = 1024 * 1024
     tool_max_input_bytes: Mapping[str, int] = field(default_factory=dict[str, int])
+    max_output_bytes: int = 4 * 1024 * 1024 - 16  # the message limit less the field's framing
 
     def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
         """The server's timeout for a call to ``tool`` when it ends the call before the
@@ -102,6 +103,7 @@ class ToolService:
         self._surely_fits = (
             min([limits.max_input_bytes, *limits.tool_max_input_bytes.values()]) // 4
         )
+        self._output_surely_fits = limits.max_output_bytes // 4
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
         self._watchdog = TimeoutWatchdog()
@@ -192,8 +194,15 @@ class ToolService:
         call_id = str(next(self._call_ids))
         try:
             output = await self._registry.worker.call_tool(name, input_json, call_id=call_id)
+            if len(output) > self._output_surely_fits:
+                self._check_output_size(name, output)
+            try:
+                response = pb.CallToolResponse(output=output)
+            except UnicodeEncodeError as error:
+                failure = _not_unicode(name, error)
+                raise failure from failure.__cause__
             label = "OK"
-            return pb.CallToolResponse(output=output)
+            return response
         except ToolServerError as error:
             status = self._failed(name, call_id, error)
         except ToolCallPaused:
@@ -225,6 +234,15 @@ class ToolService:
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
 
+    def _check_output_size(self, name: str, output: str) -> None:
+        size, limit = len(output.encode(errors="replace")), self._limits.max_output_bytes
+        if size > limit:
+            raise _tool_internal(
+                f"the result of '{shorten(name)}' is {size} bytes, over the {limit} a response "
+                "may carry (--max-message-bytes); return less, or raise the limit on the "
+                "server and its clients"
+            )
+
     def _failed(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
         status = status_of(error, name)
         cause = unexpected_cause(error)
@@ -240,7 +258,7 @@ class ToolService:
 
     def _crashed(self, name: str, call_id: str, error: BaseException) -> ErrorStatus:
         self._failures.report(name, call_id, error)
-        detail = "" if self._redact else f": {type(error).__name__}: {error}"
+        detail = "" if self._redact else f": {type(error).__name__}: {message_of(error)}"
         return ErrorStatus.of(
             Reason.TOOL_INTERNAL,
             f"the call to '{shorten(name)}' failed inside the server{detail}; the server "
@@ -264,6 +282,21 @@ class ToolService:
             "raise --max-concurrent-calls",
             tool=shorten(name),
         )
+
+
+def _not_unicode(name: str, error: UnicodeEncodeError) -> ToolServerError:
+    return _tool_internal(
+        f"the result of '{shorten(name)}' is not valid Unicode text ({error.reason} at "
+        f"character {error.start}); return text that encodes as UTF-8"
+    )
+
+
+def _tool_internal(message: str) -> ToolServerError:
+    """A result the server cannot send, reported as the tool's internal error."""
+    internal = ToolError.Internal(message)
+    error = ToolServerError.ToolExecution(str(internal))
+    error.__cause__ = internal
+    return error
 
 
 def _timed_out(name: str, timeout: float) -> ErrorStatus:

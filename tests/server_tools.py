@@ -13,6 +13,13 @@ class RogueError(BaseException):
     """A BaseException subclass that is no Exception."""
 
 
+class Unprintable(BaseException):
+    """An exception whose message cannot be rendered."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+
 def crash(kind: str) -> None:
     """Raise what ``kind`` names: the ways a tool can try to end the process."""
     if kind == "exit":
@@ -25,6 +32,8 @@ def crash(kind: str) -> None:
         raise RogueError("rogue")
     if kind == "cancelled":
         raise asyncio.CancelledError
+    if kind == "unprintable":
+        raise Unprintable
     if kind == "key":
         raise KeyError("missing_key")
     raise ValueError(f"unknown crash kind {kind!r}")
@@ -119,3 +128,14 @@ class CrashTestTools:
 
         self.left_behind = asyncio.get_running_loop().create_task(leave())
         return "left"
+
+    @tool
+    async def emit(self, kind: str, size: int = 0) -> str:
+        """Return (or fail with) text no response can carry as it is."""
+        if kind == "surrogate":
+            return "a\ud800b"
+        if kind == "surrogate_error":
+            raise ToolError.ExecutionFailed("bad \udcff byte")
+        if kind == "unprintable_error":
+            raise ValueError("\x00" * size)
+        return "x" * size

@@ -37,6 +37,7 @@ CRASHES = [
     ("generator", "GeneratorExit"),
     ("base", "RogueError: rogue"),
     ("cancelled", "CancelledError"),
+    ("unprintable", "Unprintable whose str() failed"),
 ]
 
 

@@ -220,3 +220,32 @@ async def test_a_non_finite_result_is_refused_naming_its_path(
 
 def test_the_details_key_is_the_grpc_one() -> None:
     assert DETAILS_KEY == "grpc-status-details-bin"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason", "shown"),
+    [
+        ({"kind": "surrogate"}, "TOOL_INTERNAL", "is not valid Unicode text"),
+        ({"kind": "huge", "size": 5 << 20}, "TOOL_INTERNAL", "a response may carry"),
+        ({"kind": "surrogate_error"}, "TOOL_EXECUTION_FAILED", "bad ? byte"),
+        ({"kind": "unprintable_error", "size": 50_000}, "TOOL_EXECUTION_FAILED", "failed"),
+    ],
+)
+async def test_a_result_or_error_no_response_can_carry_gets_a_reason(
+    arguments: dict[str, object], reason: str, shown: str
+) -> None:
+    async with (
+        serve(worker=crash_worker()) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CallTool(pb.CallToolRequest(name="emit", input_json=json.dumps(arguments)))
+        failure = failure_of(caught.value)
+        assert failure.reason == reason
+        assert shown in failure.message
+        assert trailers_size(caught.value) < 6 * 1024
+        big = await stub.CallTool(
+            pb.CallToolRequest(name="emit", input_json='{"kind": "huge", "size": 3000000}')
+        )
+        assert len(big.output) == 3_000_000
