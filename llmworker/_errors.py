@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ._text import shorten
+from ._text import message_of, shorten
 
 if TYPE_CHECKING:
     from ._batch import Paused
@@ -52,6 +52,8 @@ class ToolError(Exception):
     _prefix: ClassVar[str] = "Tool error"
 
     def __init__(self, message: str) -> None:
+        # ``raise ToolError.ExecutionFailed(error)`` is common: keep the text, not the object.
+        message = message if isinstance(message, str) else message_of(message)  # pyright: ignore[reportUnnecessaryIsInstance]
         super().__init__(message)
         self.message = message
 

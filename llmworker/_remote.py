@@ -97,9 +97,10 @@ class RemoteTool:
         table's reason: the provider did not answer in time, or could not be used."""
         reason = table_reason(error.reason, error.code)
         if reason is Reason.TOOL_TIMEOUT:
+            within = "" if self._timeout is None else f" within {self._timeout:.3g} s"
             message = (
-                f"the provider of tool '{self.name}' did not answer within "
-                f"{self._timeout or 0:.3g} s; check that it is running and not overloaded"
+                f"the provider of tool '{self.name}' did not answer{within}; check that it is "
+                "running and not overloaded"
             )
         else:
             message = (

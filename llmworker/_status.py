@@ -15,13 +15,14 @@ from typing import Final, final
 import grpc
 import grpc.aio
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 
 # googleapis-common-protos ships .pyi files but no py.typed, so mypy skips them (Any);
 # pyright reads the .pyi files and checks these uses.
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
 from ._errors import ToolError, ToolRegistryError, ToolServerError
-from ._text import shorten, shorten_utf8
+from ._text import message_of, shorten, shorten_utf8
 
 __all__ = [
     "CODES",
@@ -90,6 +91,7 @@ With these caps every error's trailers stay under 6 KiB whatever the request hel
 default limit on received metadata is 8 KiB, and a client over it sees RESOURCE_EXHAUSTED
 instead of the error."""
 _MAX_METADATA_VALUE_BYTES: Final = 512
+_MAX_METADATA_ENTRIES: Final = 16
 
 _TOOL_ERROR_REASONS: Final[Mapping[type[ToolError], Reason]] = {
     ToolError.InvalidArgument: Reason.TOOL_INVALID_ARGUMENT,
@@ -174,8 +176,9 @@ def _percent_encoded_length(message: str) -> int:
 def _bounded_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     bounded: dict[str, str] = {}
     room = MAX_METADATA_BYTES
-    for key, value in metadata.items():
-        key = shorten_utf8(key, 64)
+    for key, value in list(metadata.items())[:_MAX_METADATA_ENTRIES]:
+        key = shorten_utf8(str(key), 64)
+        value = value if isinstance(value, str) else message_of(value)  # pyright: ignore[reportUnnecessaryIsInstance]
         limit = min(_MAX_METADATA_VALUE_BYTES, room - len(key.encode()))
         if limit < 16:
             break
@@ -211,8 +214,9 @@ def status_of(error: ToolError | ToolServerError | ToolRegistryError, tool: str)
         case RemoteServiceError():
             # The code follows the reason, so a provider cannot send a pair off the table.
             reason = table_reason(error.reason, error.code)
-            metadata = {key: value for key, value in error.metadata.items() if key != "tool"}
-            return ErrorStatus.of(reason, error.message, tool=shorten(tool), **metadata)
+            metadata = {"tool": shorten(tool)}
+            metadata.update((key, value) for key, value in error.metadata.items() if key != "tool")
+            return ErrorStatus(CODES[reason], reason.value, error.message, metadata)
         case _:
             return ErrorStatus.of(Reason.TOOL_EXECUTION_FAILED, str(error), tool=tool)
 
@@ -221,12 +225,15 @@ def _error_info(trailing_metadata: _Metadata | None) -> ErrorStatus | None:
     for key, value in trailing_metadata or ():
         if key != DETAILS_KEY or not isinstance(value, bytes):
             continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            info = error_details_pb2.ErrorInfo()
-            if detail.Unpack(info) and info.domain == DOMAIN:
-                code = _CODES_BY_NUMBER.get(status.code, grpc.StatusCode.UNKNOWN)
-                return ErrorStatus(code, info.reason, status.message, dict(info.metadata))
+        try:
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info) and info.domain == DOMAIN:
+                    code = _CODES_BY_NUMBER.get(status.code, grpc.StatusCode.UNKNOWN)
+                    return ErrorStatus(code, info.reason, status.message, dict(info.metadata))
+        except DecodeError:
+            return None  # a peer that sent garbage: treated as one that sent no ErrorInfo
     return None
 
 

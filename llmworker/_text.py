@@ -34,12 +34,12 @@ def shorten_utf8(text: str, limit: int) -> str:
     return cut + ELLIPSIS
 
 
-def message_of(error: BaseException) -> str:
+def message_of(error: object) -> str:
     """``str(error)``, or a note saying it failed: an exception's ``__str__`` is its author's
     code and may itself raise."""
     try:
         return str(error)
-    except Exception:
+    except BaseException:
         return f"<{type(error).__name__} whose str() failed>"
 
 

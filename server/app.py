@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -118,8 +119,10 @@ class ServerApp:
         await self._health.enter_graceful_shutdown()
         if drain_delay > 0:
             await asyncio.sleep(drain_delay)
+        holding = time.monotonic()
         self._gate.close()
         await self._gate.wait_quiet(_QUIET_SECONDS, cap=min(_MAX_HOLD_SECONDS, grace / 2))
+        grace = max(0.0, grace - (time.monotonic() - holding))  # the hold counts against it
         servers = [server for server in (self._public, self._internal) if server]
         stopping = [asyncio.ensure_future(server.stop(grace)) for server in servers]
         await asyncio.sleep(0.005)  # the stops have begun: listeners closed, GOAWAY sent

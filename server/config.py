@@ -71,6 +71,13 @@ class ServerConfig:
         ]:  # fmt: skip
             if value < 1:
                 raise ValueError(f"{flag} must be at least 1")
+        timeouts = [("--call-timeout", self.call_timeout)] if self.call_timeout is not None else []
+        timeouts += [
+            (f"--tool-timeout {name}", value) for name, value in self.tool_timeouts.items()
+        ]
+        for flag, seconds in timeouts:
+            if not 0 < seconds < float("inf"):  # also refuses NaN
+                raise ValueError(f"{flag} must be a positive number of seconds")
         for flag, seconds in [
             ("--grace", self.grace_seconds),
             ("--drain-delay", self.drain_delay),

@@ -57,6 +57,10 @@ class DaemonThreadExecutor(concurrent.futures.ThreadPoolExecutor):
             if future.set_running_or_notify_cancel():
                 try:
                     result = call()
+                except GeneratorExit:
+                    # Delivered to the awaiting task, a GeneratorExit would close its whole
+                    # chain of coroutines: it travels as an ordinary exception instead.
+                    future.set_exception(RuntimeError("a tool thread raised GeneratorExit"))
                 except BaseException as error:  # the future carries it to the caller
                     future.set_exception(error)
                 else:

@@ -65,14 +65,13 @@ class FailureLog:
         if len(self._by_tool) > 4096:  # tool names are registered ones; this is a backstop
             self._by_tool.clear()
         more = f" ({left_out} similar failures of this tool were not logged)" if left_out else ""
-        _log.error(
-            "%s raised %s: %s%s\n%s",
-            where,
-            type(error).__name__,
-            printable(message_of(error), 500),
-            more,
-            _indented_traceback(error),
-        )
+        try:
+            message = message_of(error)
+            shown = f": {printable(message, 500)}" if message else ""
+            details = f"{shown}{more}\n{_indented_traceback(error)}"
+        except Exception as problem:  # a traceback that cannot be formatted is still reported
+            details = f" (its traceback could not be formatted: {type(problem).__name__}){more}"
+        _log.error("%s raised %s%s", where, type(error).__name__, details)
 
 
 def _indented_traceback(error: BaseException) -> str:

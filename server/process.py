@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Final
 
@@ -62,18 +63,15 @@ async def _serve(app: ServerApp, loop: asyncio.AbstractEventLoop) -> int:
     stopping = asyncio.Event()
     signalled = False
     config = app.config
+    deadline = config.drain_delay + config.grace_seconds + _DEADLINE_MARGIN
+    watchdog = _Watchdog(deadline)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal signalled
         if signalled:
             _exit_now(f"second {signal.Signals(signum).name}: exiting at once\n", 1)
         signalled = True
-        deadline = config.drain_delay + config.grace_seconds + _DEADLINE_MARGIN
-        watchdog = threading.Timer(
-            deadline, _exit_now, ("the stop overran its grace: exiting at once\n", 1)
-        )
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog.start_counting()
         loop.call_soon_threadsafe(stopping.set)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in _SIGNALS}
@@ -90,6 +88,25 @@ async def _serve(app: ServerApp, loop: asyncio.AbstractEventLoop) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return 0
+
+
+class _Watchdog:
+    """Ends the process ``seconds`` after ``start_counting``, from a thread started up front:
+    a signal handler may only write to a pipe (starting a thread takes locks the interrupted
+    main thread may hold)."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._read, self._write = os.pipe()
+        threading.Thread(target=self._run, name="llmworker-stop-deadline", daemon=True).start()
+
+    def start_counting(self) -> None:
+        os.write(self._write, b"!")
+
+    def _run(self) -> None:
+        os.read(self._read, 1)
+        time.sleep(self._seconds)
+        _exit_now("the stop overran its grace: exiting at once\n", 1)
 
 
 def _exit_now(message: str, code: int) -> None:

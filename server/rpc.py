@@ -101,10 +101,10 @@ def guarded(
             return await behavior(request, context)
         except grpc.aio.AbortError:
             raise
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as error:
             if is_requested_cancel():
                 raise
-            problem: BaseException = asyncio.CancelledError()
+            problem: BaseException = error
         except BaseException as error:
             problem = error
         _FAILURES.report_where(method, f"method={method}", problem)

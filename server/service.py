@@ -244,6 +244,12 @@ class ToolService:
             )
 
     def _failed(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
+        try:
+            return self._answer(name, call_id, error)
+        except BaseException as problem:  # what the tool raised defeats the mapping: still answer
+            return self._crashed(name, call_id, problem)
+
+    def _answer(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
         status = status_of(error, name)
         cause = unexpected_cause(error)
         if cause is None:

@@ -7,6 +7,8 @@ its children.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import signal
 import subprocess
@@ -17,6 +19,7 @@ from types import FrameType
 __all__ = ["run_workers"]
 
 _log = logging.getLogger("llmworker.server.lifecycle")
+_PR_SET_PDEATHSIG = 1
 
 
 def _without_workers_flag(argv: Sequence[str]) -> list[str]:
@@ -32,10 +35,22 @@ def _without_workers_flag(argv: Sequence[str]) -> list[str]:
     return arguments
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when the parent dies (Linux), since the child no
+    longer shares the parent's process group."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def run_workers(argv: Sequence[str], count: int) -> int:
     """Run ``count`` children with ``argv`` (minus ``--workers``); 0 if all exit 0."""
     child_argv = [sys.executable, "-m", "server", *_without_workers_flag(argv), "--reuse-port"]
-    children = [subprocess.Popen(child_argv) for _ in range(count)]
+    # Each child in a process group of its own: a terminal's Ctrl-C (sent to the whole group)
+    # reaches the parent only, which forwards it once; a second signal would mean "exit now".
+    children = [
+        subprocess.Popen(child_argv, process_group=0, preexec_fn=_die_with_parent)
+        for _ in range(count)
+    ]
     _log.info("started %d worker processes: %s", count, [child.pid for child in children])
 
     def forward(signum: int, frame: FrameType | None) -> None:

@@ -20,6 +20,10 @@ class Unprintable(BaseException):
         raise RuntimeError("no message for you")
 
 
+async def _raise_generator_exit() -> None:
+    raise GeneratorExit("from a task the tool awaited")
+
+
 def crash(kind: str) -> None:
     """Raise what ``kind`` names: the ways a tool can try to end the process."""
     if kind == "exit":
@@ -34,6 +38,10 @@ def crash(kind: str) -> None:
         raise asyncio.CancelledError
     if kind == "unprintable":
         raise Unprintable
+    if kind == "subtask_generator":
+        raise ValueError("an async kind: see CrashTestTools.crash")
+    if kind == "error_object":
+        raise ToolError.ExecutionFailed(KeyError("k"))  # type: ignore[arg-type]
     if kind == "key":
         raise KeyError("missing_key")
     raise ValueError(f"unknown crash kind {kind!r}")
@@ -89,6 +97,8 @@ class CrashTestTools:
     @tool
     async def crash(self, kind: str) -> str:
         """Raise what ``kind`` names from async code."""
+        if kind == "subtask_generator":  # delivered by the event loop, not raised in this frame
+            await asyncio.get_running_loop().create_task(_raise_generator_exit())
         crash(kind)
         return "survived"
 

@@ -168,3 +168,35 @@ async def test_a_task_left_behind_that_raises_system_exit_does_not_stop_the_serv
         process.process.kill()
         process.stop()
     assert "a task outside any call raised SystemExit; the server keeps serving" in process.output
+
+
+async def test_a_tool_error_carrying_an_exception_instead_of_text_is_answered() -> None:
+    async with (
+        serve(worker=crash_worker()) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.CallTool(
+                pb.CallToolRequest(name="crash", input_json='{"kind": "error_object"}')
+            )
+        failure = failure_of(caught.value)
+        assert failure.reason == "TOOL_EXECUTION_FAILED"
+        assert failure.message == "Tool execution failed: Execution failed: 'k'"
+
+
+async def test_a_generator_exit_the_event_loop_delivers_is_still_answered() -> None:
+    async with (
+        serve(worker=crash_worker()) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        request = pb.CallToolRequest(name="crash", input_json='{"kind": "subtask_generator"}')
+        for _ in range(2):
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stub.CallTool(request, timeout=10)
+            failure = failure_of(caught.value)
+            assert (failure.code, failure.reason) == (grpc.StatusCode.INTERNAL, "TOOL_INTERNAL")
+            assert "GeneratorExit" in failure.message
+        reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+        assert reply.output == "x"

@@ -239,3 +239,75 @@ def test_every_reason_has_its_code_in_the_readme_table() -> None:
 
 def test_definition_message_round_trips_for_the_tests() -> None:
     assert definition_message(SHOUT).name == "shout"
+
+
+@contextlib.asynccontextmanager
+async def misbehaving_provider(
+    trailers: tuple[tuple[str, bytes], ...],
+) -> AsyncGenerator[int, None]:
+    """A ToolService whose every CallTool fails with ``trailers`` as its status details."""
+    from llmworker.v1 import tool_service_pb2 as pb
+
+    async def fail(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "busy", trailers)
+
+    handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(fail)
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("llmworker.v1.ToolService", {"CallTool": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    del pb
+    try:
+        yield port
+    finally:
+        await server.stop(0)
+
+
+def _details(metadata: dict[str, str], reason: str = "CONCURRENCY_LIMIT") -> bytes:
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="llmworker", metadata=metadata))
+    status = status_pb2.Status(code=8, message="busy", details=[detail])
+    encoded: bytes = status.SerializeToString()
+    return encoded
+
+
+@pytest.mark.parametrize(
+    ("details", "code", "reason"),
+    [
+        (
+            _details({"message": "m", "reason": "r", "cls": "c", "tool": "spoofed"}),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "CONCURRENCY_LIMIT",
+        ),
+        (_details({}, reason="MADE_UP"), grpc.StatusCode.UNAVAILABLE, "PROVIDER_UNAVAILABLE"),
+        (
+            _details({f"k{i}": "v" * 60 for i in range(60)}),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "CONCURRENCY_LIMIT",
+        ),
+        (  # over the front server's own 8 KiB limit as a client: the reply is unusable
+            _details({f"k{i}": "v" * 600 for i in range(500)}),
+            grpc.StatusCode.UNAVAILABLE,
+            "PROVIDER_UNAVAILABLE",
+        ),
+        (b"\xff\xff\xff", grpc.StatusCode.UNAVAILABLE, "PROVIDER_UNAVAILABLE"),
+    ],
+)
+async def test_a_provider_status_of_any_shape_maps_onto_the_table(
+    tmp_path: Path, details: bytes, code: grpc.StatusCode, reason: str
+) -> None:
+    async with (
+        misbehaving_provider((("grpc-status-details-bin", details),)) as port,
+        empty_front(tmp_path) as front,
+        ToolRegistryClient(front.internal_target or "", TOKEN) as registry,
+    ):
+        await registry.register_tool(SHOUT, f"127.0.0.1:{port}")
+        failure = await call_failure(f"127.0.0.1:{front.port}", "shout", '{"text": "x"}')
+        assert (failure.code, failure.reason) == (code, reason)
+        assert failure.metadata["tool"] == "shout"
+        assert len(failure.metadata) <= 16

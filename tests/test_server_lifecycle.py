@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -224,3 +227,44 @@ def test_the_new_flags_are_documented() -> None:
         "--max-connection-age-grace",
     ]:  # fmt: skip
         assert flag in completed.stdout, flag
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--call-timeout", "-1"], "--call-timeout must be a positive number of seconds"),
+        (["--call-timeout", "nan"], "--call-timeout must be a positive number of seconds"),
+        (["--tool-timeout", "x=-2"], "--tool-timeout x must be a positive number of seconds"),
+        (["--tool-timeout", "x=inf"], "--tool-timeout x must be a positive number of seconds"),
+    ],
+)
+def test_timeouts_must_be_positive_and_finite(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(arguments)
+    assert message in capsys.readouterr().err
+
+
+def test_one_ctrl_c_stops_workers_gracefully() -> None:
+    port = 50173
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "--demo", "--no-internal", "--workers", "2",
+         "--port", str(port)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        served = 0
+        while served < 2 and time.monotonic() < deadline:
+            line = process.stdout.readline() if process.stdout else ""
+            served += " tools on " in line
+        assert served == 2, "both workers should report serving"
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal sends on Ctrl-C
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert "exiting at once" not in output
