@@ -32,6 +32,8 @@ _UNARY: Final[dict[type[ast.unaryop], Callable[[float], float]]] = {
 }
 _MAX_EXPRESSION: Final = 200
 _MAX_EXPONENT: Final = 100
+_MAX_KEYS: Final = 10_000
+_MAX_STORE_CHARACTERS: Final = 16 * 1024 * 1024
 
 
 class Address(BaseModel):
@@ -59,6 +61,7 @@ class DemoTools:
 
     def __init__(self) -> None:
         self._store: dict[str, str] = {}
+        self._stored = 0  # characters of keys and values held
         self._lock = asyncio.Lock()
 
     @tool
@@ -104,9 +107,21 @@ class DemoTools:
         key: Annotated[str, Field(min_length=1, max_length=256)],
         value: Annotated[str, Field(max_length=65536)],
     ) -> str:
-        """Store a value under a key (replacing any previous value)."""
+        """Store a value under a key (replacing any previous value); the store holds at most
+        10,000 keys and 16 Mi characters."""
         async with self._lock:
+            previous = self._store.get(key)
+            cost = len(key) + len(value) if previous is None else len(value) - len(previous)
+            if previous is None and len(self._store) >= _MAX_KEYS:
+                raise ToolError.ExecutionFailed(
+                    f"the store is full ({_MAX_KEYS} keys); replace an existing key's value"
+                )
+            if self._stored + cost > _MAX_STORE_CHARACTERS:
+                raise ToolError.ExecutionFailed(
+                    f"the store is full ({_MAX_STORE_CHARACTERS} characters); store less"
+                )
             self._store[key] = value
+            self._stored += cost
         return "ok"
 
     @tool

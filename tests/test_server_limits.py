@@ -12,6 +12,7 @@ import grpc
 import grpc.aio
 import pytest
 
+from llmworker import ToolError, tool_definitions
 from llmworker._status import DETAILS_KEY
 from llmworker.v1 import tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
@@ -249,3 +250,23 @@ async def test_a_result_or_error_no_response_can_carry_gets_a_reason(
             pb.CallToolRequest(name="emit", input_json='{"kind": "huge", "size": 3000000}')
         )
         assert len(big.output) == 3_000_000
+
+
+async def test_the_demo_store_is_bounded() -> None:
+    from server.demo_tools import DemoTools
+
+    demo = DemoTools()
+    worker_tools = {meta.name: tool for meta, tool in (d() for d in tool_definitions(demo))}
+    kv_set = worker_tools["kv_set"]
+    value = "v" * 65_536
+    for index in range(255):
+        assert await kv_set.execute(json.dumps({"key": f"k{index}", "value": value})) == "ok"
+    with pytest.raises(ToolError.ExecutionFailed, match="the store is full"):
+        await kv_set.execute(json.dumps({"key": "one-more", "value": value}))
+    assert await kv_set.execute(json.dumps({"key": "k0", "value": "small"})) == "ok"
+    stored = 255  # keys held now
+    while stored < 10_000:
+        assert await kv_set.execute(json.dumps({"key": f"n{stored}", "value": ""})) == "ok"
+        stored += 1
+    with pytest.raises(ToolError.ExecutionFailed, match="10000 keys"):
+        await kv_set.execute(json.dumps({"key": "too-many", "value": ""}))
