@@ -21,6 +21,7 @@ from ._channel_owner import ChannelOwner
 from ._json import canonical_json
 from ._status import (
     CODES,
+    TABLE_REASONS,
     Reason,
     RemoteServiceError,
     error_from_rpc,
@@ -37,7 +38,6 @@ from .v1 import tool_service_pb2 as pb
 __all__ = ["RemoteTool", "RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 
 _SERVICE: Final = "/llmworker.v1.ToolService/"
-_TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 
 
 class _DefinitionsCache:
@@ -87,7 +87,7 @@ class RemoteTool:
             response = await self._call(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as rpc_error:
             error = tool_error_from_rpc(rpc_error)
-            if isinstance(error, RemoteServiceError) and error.reason not in _TABLE_REASONS:
+            if isinstance(error, RemoteServiceError) and error.reason not in TABLE_REASONS:
                 raise self._provider_failure(error) from None
             raise error from None
         return response.output

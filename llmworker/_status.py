@@ -27,6 +27,7 @@ from ._text import message_of, shorten, shorten_utf8
 __all__ = [
     "CODES",
     "DOMAIN",
+    "TABLE_REASONS",
     "ErrorStatus",
     "Reason",
     "RemoteServiceError",
@@ -79,7 +80,8 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.REGISTRY_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.SHUTTING_DOWN: grpc.StatusCode.UNAVAILABLE,
 }
-_REASONS: Final = frozenset(reason.value for reason in Reason)
+TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
+"""Every reason string of the table, for checks on what a peer sent."""
 
 MAX_MESSAGE_BYTES: Final = 1024
 """A status message is cut to this many bytes of UTF-8 (and to twice as many once
@@ -191,7 +193,7 @@ def table_reason(reason: str, code: grpc.StatusCode) -> Reason:
     """``reason`` if the table has it; otherwise the table's reason for a failure with
     ``code`` that came from elsewhere (a provider that is no llmworker server, or gRPC):
     ``TOOL_TIMEOUT`` for a deadline, ``PROVIDER_UNAVAILABLE`` for anything else."""
-    if reason in _REASONS:
+    if reason in TABLE_REASONS:
         return Reason(reason)
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return Reason.TOOL_TIMEOUT

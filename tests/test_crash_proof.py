@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
 
 import grpc
 import grpc.aio
@@ -39,6 +41,18 @@ CRASHES = [
     ("cancelled", "CancelledError"),
     ("unprintable", "Unprintable whose str() failed"),
 ]
+
+
+@contextlib.asynccontextmanager
+async def crash_service(
+    **overrides: object,
+) -> AsyncGenerator[tool_service_pb2_grpc.ToolServiceStub, None]:
+    """A stub onto an in-process server with the test and crash tools."""
+    async with (
+        serve(None, worker=crash_worker(), **overrides) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        yield tool_service_pb2_grpc.ToolServiceStub(channel)
 
 
 def crash_worker() -> Worker[Mutable]:
@@ -87,11 +101,7 @@ async def test_a_requested_cancel_still_cancels_the_tool() -> None:
 async def test_over_grpc_a_crash_is_internal_and_other_calls_go_on(
     tool: str, kind: str, named: str
 ) -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         slow = asyncio.ensure_future(
             stub.CallTool(pb.CallToolRequest(name="sleep", input_json='{"seconds": 0.3}'))
         )
@@ -171,11 +181,7 @@ async def test_a_task_left_behind_that_raises_system_exit_does_not_stop_the_serv
 
 
 async def test_a_tool_error_carrying_an_exception_instead_of_text_is_answered() -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(
                 pb.CallToolRequest(name="crash", input_json='{"kind": "error_object"}')
@@ -186,11 +192,7 @@ async def test_a_tool_error_carrying_an_exception_instead_of_text_is_answered() 
 
 
 async def test_a_generator_exit_the_event_loop_delivers_is_still_answered() -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         request = pb.CallToolRequest(name="crash", input_json='{"kind": "subtask_generator"}')
         for _ in range(2):
             with pytest.raises(grpc.aio.AioRpcError) as caught:

@@ -18,7 +18,7 @@ from llmworker.v1 import tool_registry_pb2, tool_registry_pb2_grpc, tool_service
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .grpc_support import ServerProcess, failure_of, serve
-from .test_crash_proof import CRASH_TOOLS, crash_worker
+from .test_crash_proof import CRASH_TOOLS, crash_service
 
 HUGE_NAMES = ["n" * 10_000, "é" * 10_000, "\x01%" * 5_000, "🙂" * 3_000]
 
@@ -52,11 +52,7 @@ async def test_many_problems_are_listed_up_to_ten_and_counted() -> None:
     fields = ",".join(f'"unknown_{index}": {index}' for index in range(100))
     request = pb.CallToolRequest(name="take", input_json=f'{{"items": [1], {fields}}}')
     assert len(request.input_json) < 2048
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(request)
         failure = failure_of(caught.value)
@@ -78,11 +74,7 @@ async def test_many_problems_are_listed_up_to_ten_and_counted() -> None:
     ],
 )
 async def test_any_invalid_input_is_answered_within_default_limits(input_json: str) -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(pb.CallToolRequest(name="take", input_json=input_json))
         assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
@@ -171,11 +163,7 @@ async def test_one_huge_invalid_request_neither_stalls_others_nor_grows_memory(k
 
 
 async def test_an_input_over_the_limit_is_refused_before_validation() -> None:
-    async with (
-        serve(worker=crash_worker(), tool_max_input_bytes={"take": 100}) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service(tool_max_input_bytes={"take": 100}) as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(
                 pb.CallToolRequest(name="take", input_json='{"items": [' + "1," * 60 + "1]}")
@@ -203,11 +191,7 @@ async def test_an_input_over_the_limit_is_refused_before_validation() -> None:
 async def test_a_non_finite_result_is_refused_naming_its_path(
     numbers: dict[str, int], shown: str
 ) -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(pb.CallToolRequest(name="ratio", input_json=json.dumps(numbers)))
         failure = failure_of(caught.value)
@@ -235,11 +219,7 @@ def test_the_details_key_is_the_grpc_one() -> None:
 async def test_a_result_or_error_no_response_can_carry_gets_a_reason(
     arguments: dict[str, object], reason: str, shown: str
 ) -> None:
-    async with (
-        serve(worker=crash_worker()) as served,
-        grpc.aio.insecure_channel(served.target) as channel,
-    ):
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+    async with crash_service() as stub:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.CallTool(pb.CallToolRequest(name="emit", input_json=json.dumps(arguments)))
         failure = failure_of(caught.value)
