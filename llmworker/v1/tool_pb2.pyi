@@ -25,6 +25,10 @@ class ToolDefinition(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    REQUIRES_APPROVAL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """1-64 characters of A-Z, a-z, 0-9, '_' or '-'."""
     description: _builtins.str
@@ -33,17 +37,87 @@ class ToolDefinition(_message.Message):
     """The JSON Schema of the tool's input, a JSON object, as the library's canonical JSON
     (sorted keys, no whitespace): byte-for-byte what the server holds.
     """
+    output_schema_json: _builtins.str
+    """The JSON Schema of the tool's structured result (CallToolResponse.structured_output_json),
+    a JSON object, as canonical JSON; empty when the tool returns text only.
+    """
+    title: _builtins.str
+    """A human-readable name for people (e.g. "Get weather"); empty when the tool has none."""
+    requires_approval: _builtins.bool
+    """True when the tool runs only after a person approved the call: CallTools pauses before
+    running it until ResumeBatch approves it; CallTool refuses it with FAILED_PRECONDITION /
+    APPROVAL_REQUIRED.
+    """
+    @_builtins.property
+    def annotations(self) -> Global___ToolAnnotations:
+        """What the tool says about its behaviour, as MCP's tool annotations; unset when it says
+        nothing. Hints only: never rely on them for security.
+        """
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         description: _builtins.str = ...,
         input_schema_json: _builtins.str = ...,
+        output_schema_json: _builtins.str = ...,
+        title: _builtins.str = ...,
+        annotations: Global___ToolAnnotations | None = ...,
+        requires_approval: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_schema_json", b"input_schema_json", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "input_schema_json", b"input_schema_json", "name", b"name", "output_schema_json", b"output_schema_json", "requires_approval", b"requires_approval", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolDefinition: _TypeAlias = ToolDefinition  # noqa: Y015
+
+@_typing.final
+class ToolAnnotations(_message.Message):
+    """Hints about a tool's behaviour; each is unset (unknown), true or false."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    READ_ONLY_HINT_FIELD_NUMBER: _builtins.int
+    DESTRUCTIVE_HINT_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_HINT_FIELD_NUMBER: _builtins.int
+    OPEN_WORLD_HINT_FIELD_NUMBER: _builtins.int
+    read_only_hint: _builtins.bool
+    """The tool does not change its environment."""
+    destructive_hint: _builtins.bool
+    """The tool may destroy or overwrite data (meaningful when it is not read-only)."""
+    idempotent_hint: _builtins.bool
+    """Calling the tool again with the same input has no further effect."""
+    open_world_hint: _builtins.bool
+    """The tool reaches an open world (the internet, other people) rather than a closed one."""
+    def __init__(
+        self,
+        *,
+        read_only_hint: _builtins.bool | None = ...,
+        destructive_hint: _builtins.bool | None = ...,
+        idempotent_hint: _builtins.bool | None = ...,
+        open_world_hint: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_destructive_hint", b"_destructive_hint", "_idempotent_hint", b"_idempotent_hint", "_open_world_hint", b"_open_world_hint", "_read_only_hint", b"_read_only_hint", "destructive_hint", b"destructive_hint", "idempotent_hint", b"idempotent_hint", "open_world_hint", b"open_world_hint", "read_only_hint", b"read_only_hint"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_destructive_hint", b"_destructive_hint", "_idempotent_hint", b"_idempotent_hint", "_open_world_hint", b"_open_world_hint", "_read_only_hint", b"_read_only_hint", "destructive_hint", b"destructive_hint", "idempotent_hint", b"idempotent_hint", "open_world_hint", b"open_world_hint", "read_only_hint", b"read_only_hint"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__destructive_hint: _TypeAlias = _typing.Literal["destructive_hint"]  # noqa: Y015
+    _WhichOneofArgType__destructive_hint: _TypeAlias = _typing.Literal["_destructive_hint", b"_destructive_hint"]  # noqa: Y015
+    _WhichOneofReturnType__idempotent_hint: _TypeAlias = _typing.Literal["idempotent_hint"]  # noqa: Y015
+    _WhichOneofArgType__idempotent_hint: _TypeAlias = _typing.Literal["_idempotent_hint", b"_idempotent_hint"]  # noqa: Y015
+    _WhichOneofReturnType__open_world_hint: _TypeAlias = _typing.Literal["open_world_hint"]  # noqa: Y015
+    _WhichOneofArgType__open_world_hint: _TypeAlias = _typing.Literal["_open_world_hint", b"_open_world_hint"]  # noqa: Y015
+    _WhichOneofReturnType__read_only_hint: _TypeAlias = _typing.Literal["read_only_hint"]  # noqa: Y015
+    _WhichOneofArgType__read_only_hint: _TypeAlias = _typing.Literal["_read_only_hint", b"_read_only_hint"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__destructive_hint) -> _WhichOneofReturnType__destructive_hint | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__idempotent_hint) -> _WhichOneofReturnType__idempotent_hint | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__open_world_hint) -> _WhichOneofReturnType__open_world_hint | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__read_only_hint) -> _WhichOneofReturnType__read_only_hint | None: ...
+
+Global___ToolAnnotations: _TypeAlias = ToolAnnotations  # noqa: Y015

@@ -6,7 +6,9 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.rpc import status_pb2 as _status_pb2
 from llmworker.v1 import tool_pb2 as _tool_pb2
 import builtins as _builtins
 import sys
@@ -62,8 +64,30 @@ Global___GetToolResponse: _TypeAlias = GetToolResponse  # noqa: Y015
 class CallToolRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     NAME_FIELD_NUMBER: _builtins.int
     INPUT_JSON_FIELD_NUMBER: _builtins.int
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The tool to run."""
     input_json: _builtins.str
@@ -71,15 +95,29 @@ class CallToolRequest(_message.Message):
     most the server's --max-input-bytes (1 MiB by default) of UTF-8; larger inputs are
     INVALID_REQUEST before any validation.
     """
+    call_id: _builtins.str
+    """Your id for the call (e.g. the model's tool-call id): at most 128 printable ASCII
+    characters. The tool reads it as ToolContext.call_id and a provider receives it. Empty:
+    the server assigns one. In CallTools it is required and unique within the batch.
+    """
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """What the worker knows about the call (user, conversation, a credential), for the tool
+        and forwarded to a provider. Keys: 1-64 characters of a-z, 0-9, '.', '_' or '-'; at most
+        64 entries; values at most 4 KiB of UTF-8. Else INVALID_REQUEST. Values are never logged.
+        """
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         input_json: _builtins.str = ...,
+        call_id: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["input_json", b"input_json", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "input_json", b"input_json", "metadata", b"metadata", "name", b"name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -90,20 +128,357 @@ class CallToolResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     OUTPUT_FIELD_NUMBER: _builtins.int
+    STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
     output: _builtins.str
     """The tool's result text."""
+    structured_output_json: _builtins.str
+    """The tool's structured result as canonical JSON (a JSON object matching the definition's
+    output_schema_json); empty when the tool returned text only.
+    """
     def __init__(
         self,
         *,
         output: _builtins.str = ...,
+        structured_output_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["output", b"output"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["output", b"output", "structured_output_json", b"structured_output_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class CallToolsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallToolRequest]:
+        """The calls, in the model's order; each needs a call_id unique in the batch. At most the
+        server's --max-batch-calls (128 by default); each counts against
+        --max-concurrent-calls.
+        """
+
+    def __init__(
+        self,
+        *,
+        calls: _abc.Iterable[Global___CallToolRequest] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallToolsRequest: _TypeAlias = CallToolsRequest  # noqa: Y015
+
+@_typing.final
+class CallToolsResponse(_message.Message):
+    """The outcome of CallTools and ResumeBatch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COMPLETED_FIELD_NUMBER: _builtins.int
+    PAUSED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def completed(self) -> Global___CompletedBatch:
+        """Every call has its result."""
+
+    @_builtins.property
+    def paused(self) -> Global___PausedBatch:
+        """Nothing ran yet: a tool requires approval, or a hook paused."""
+
+    def __init__(
+        self,
+        *,
+        completed: Global___CompletedBatch | None = ...,
+        paused: Global___PausedBatch | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["completed", b"completed", "outcome", b"outcome", "paused", b"paused"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["completed", b"completed", "outcome", b"outcome", "paused", b"paused"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["completed", "paused"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___CallToolsResponse: _TypeAlias = CallToolsResponse  # noqa: Y015
+
+@_typing.final
+class CompletedBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallResult]:
+        """One result per call, in call order."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___CallResult] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompletedBatch: _TypeAlias = CompletedBatch  # noqa: Y015
+
+@_typing.final
+class CallResult(_message.Message):
+    """The answer to one call of a batch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    OUTPUT_FIELD_NUMBER: _builtins.int
+    STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
+    IS_ERROR_FIELD_NUMBER: _builtins.int
+    SKIPPED_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.str
+    """The call's call_id."""
+    output: _builtins.str
+    """The text for the model: the tool's result, or the error's text when is_error."""
+    structured_output_json: _builtins.str
+    """As CallToolResponse.structured_output_json; empty for errors."""
+    is_error: _builtins.bool
+    """The call failed: `error` says how."""
+    skipped: _builtins.bool
+    """A pre-tool-call hook skipped the call; `output` says so and the tool did not run."""
+    @_builtins.property
+    def error(self) -> _status_pb2.Status:
+        """For errors: the code, message and ErrorInfo CallTool would have failed with."""
+
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.str = ...,
+        output: _builtins.str = ...,
+        structured_output_json: _builtins.str = ...,
+        is_error: _builtins.bool = ...,
+        skipped: _builtins.bool = ...,
+        error: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "error", b"error", "is_error", b"is_error", "output", b"output", "skipped", b"skipped", "structured_output_json", b"structured_output_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallResult: _TypeAlias = CallResult  # noqa: Y015
+
+@_typing.final
+class PausedBatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    PENDING_CALLS_FIELD_NUMBER: _builtins.int
+    RESULTS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    PAUSED_CALL_ID_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    resume_token: _builtins.str
+    """Pass to ResumeBatch to go on: opaque, single use, held in this server's memory only (a
+    restart forgets it) until expire_time.
+    """
+    reason: _builtins.str
+    """Why the batch paused: the tools awaiting approval, or the pausing hook's reason."""
+    paused_call_id: _builtins.str
+    """The call whose hook paused, or the first call awaiting approval."""
+    @_builtins.property
+    def pending_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingCall]:
+        """The calls not yet run, in call order, with their current input."""
+
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallResult]:
+        """The results known so far (unknown tools, skipped or denied calls), in call order."""
+
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """When the resume token expires (--pause-ttl after the pause)."""
+
+    def __init__(
+        self,
+        *,
+        resume_token: _builtins.str = ...,
+        pending_calls: _abc.Iterable[Global___PendingCall] | None = ...,
+        results: _abc.Iterable[Global___CallResult] | None = ...,
+        reason: _builtins.str = ...,
+        paused_call_id: _builtins.str = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time", "paused_call_id", b"paused_call_id", "pending_calls", b"pending_calls", "reason", b"reason", "results", b"results", "resume_token", b"resume_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PausedBatch: _TypeAlias = PausedBatch  # noqa: Y015
+
+@_typing.final
+class PendingCall(_message.Message):
+    """A call of a paused batch that has not run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    INPUT_JSON_FIELD_NUMBER: _builtins.int
+    AWAITING_APPROVAL_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.str
+    name: _builtins.str
+    input_json: _builtins.str
+    """The input the call will run with (hooks may have rewritten it)."""
+    awaiting_approval: _builtins.bool
+    """The tool requires approval and no decision approved the call yet."""
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        input_json: _builtins.str = ...,
+        awaiting_approval: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["awaiting_approval", b"awaiting_approval", "call_id", b"call_id", "input_json", b"input_json", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PendingCall: _TypeAlias = PendingCall  # noqa: Y015
+
+@_typing.final
+class ResumeBatchRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    DECISIONS_FIELD_NUMBER: _builtins.int
+    resume_token: _builtins.str
+    """PausedBatch.resume_token; unknown, expired or used tokens are NOT_FOUND /
+    RESUME_TOKEN_UNKNOWN.
+    """
+    @_builtins.property
+    def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallDecision]:
+        """At most one per pending call; a call awaiting approval with no decision pauses the
+        batch again. A decision naming no pending call is INVALID_REQUEST (the token stays
+        usable).
+        """
+
+    def __init__(
+        self,
+        *,
+        resume_token: _builtins.str = ...,
+        decisions: _abc.Iterable[Global___CallDecision] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "resume_token", b"resume_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResumeBatchRequest: _TypeAlias = ResumeBatchRequest  # noqa: Y015
+
+@_typing.final
+class CallDecision(_message.Message):
+    """What a person decided about one pending call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_ID_FIELD_NUMBER: _builtins.int
+    APPROVE_FIELD_NUMBER: _builtins.int
+    DENY_FIELD_NUMBER: _builtins.int
+    APPROVE_WITH_INPUT_FIELD_NUMBER: _builtins.int
+    call_id: _builtins.str
+    """The pending call's call_id."""
+    @_builtins.property
+    def approve(self) -> Global___Approval:
+        """Run the call as it is."""
+
+    @_builtins.property
+    def deny(self) -> Global___Denial:
+        """Do not run it: its result is an error saying it was denied (CALL_DENIED)."""
+
+    @_builtins.property
+    def approve_with_input(self) -> Global___EditedApproval:
+        """Run it with this input instead."""
+
+    def __init__(
+        self,
+        *,
+        call_id: _builtins.str = ...,
+        approve: Global___Approval | None = ...,
+        deny: Global___Denial | None = ...,
+        approve_with_input: Global___EditedApproval | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["approve", b"approve", "approve_with_input", b"approve_with_input", "decision", b"decision", "deny", b"deny"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approve", b"approve", "approve_with_input", b"approve_with_input", "call_id", b"call_id", "decision", b"decision", "deny", b"deny"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_decision: _TypeAlias = _typing.Literal["approve", "deny", "approve_with_input"]  # noqa: Y015
+    _WhichOneofArgType_decision: _TypeAlias = _typing.Literal["decision", b"decision"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_decision) -> _WhichOneofReturnType_decision | None: ...
+
+Global___CallDecision: _TypeAlias = CallDecision  # noqa: Y015
+
+@_typing.final
+class Approval(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Approval: _TypeAlias = Approval  # noqa: Y015
+
+@_typing.final
+class Denial(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Why, for the model; at most 1 KiB."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Denial: _TypeAlias = Denial  # noqa: Y015
+
+@_typing.final
+class EditedApproval(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INPUT_JSON_FIELD_NUMBER: _builtins.int
+    input_json: _builtins.str
+    """The input to run the call with, as CallToolRequest.input_json."""
+    def __init__(
+        self,
+        *,
+        input_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["input_json", b"input_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EditedApproval: _TypeAlias = EditedApproval  # noqa: Y015
 
 @_typing.final
 class ListDefinitionsSortedRequest(_message.Message):

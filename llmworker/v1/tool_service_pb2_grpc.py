@@ -47,6 +47,13 @@ class ToolServiceStub:
     HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
     SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
     call; safe to retry on another replica
+    APPROVAL_REQUIRED      FAILED_PRECONDITION  CallTool on a tool that requires approval;
+    send it with CallTools
+    CALL_DENIED            PERMISSION_DENIED    (a CallTools result) a ResumeBatch decision
+    denied the call; the tool did not run
+    RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
+    PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
+    batches; nothing ran, retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -76,6 +83,16 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
                 _registered_method=True)
+        self.CallTools = channel.unary_unary(
+                '/llmworker.v1.ToolService/CallTools',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
+                _registered_method=True)
+        self.ResumeBatch = channel.unary_unary(
+                '/llmworker.v1.ToolService/ResumeBatch',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -100,6 +117,13 @@ class ToolServiceServicer:
     HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
     SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
     call; safe to retry on another replica
+    APPROVAL_REQUIRED      FAILED_PRECONDITION  CallTool on a tool that requires approval;
+    send it with CallTools
+    CALL_DENIED            PERMISSION_DENIED    (a CallTools result) a ResumeBatch decision
+    denied the call; the tool did not run
+    RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
+    PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
+    batches; nothing ran, retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -129,6 +153,24 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CallTools(self, request, context):
+        """Run one model turn's calls as a batch, exactly as Worker.call_tools: the pre-tool-call
+        hooks call by call, the calls concurrently, then the post-tool-call hooks. An unknown or
+        failing tool is an error result, not a failed RPC; a hook's Abort fails the RPC with
+        ABORTED / HOOK_ABORTED. Tools that require approval, or a hook's Pause, make the outcome
+        `paused`: resume it with ResumeBatch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeBatch(self, request, context):
+        """Go on with a paused batch, applying a decision per call; the outcome may pause again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +188,16 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ListDefinitionsSorted,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.SerializeToString,
+            ),
+            'CallTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.CallTools,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.SerializeToString,
+            ),
+            'ResumeBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeBatch,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +229,13 @@ class ToolService:
     HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
     SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
     call; safe to retry on another replica
+    APPROVAL_REQUIRED      FAILED_PRECONDITION  CallTool on a tool that requires approval;
+    send it with CallTools
+    CALL_DENIED            PERMISSION_DENIED    (a CallTools result) a ResumeBatch decision
+    denied the call; the tool did not run
+    RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
+    PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
+    batches; nothing ran, retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -256,6 +315,60 @@ class ToolService:
             '/llmworker.v1.ToolService/ListDefinitionsSorted',
             llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CallTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolService/CallTools',
+            llmworker_dot_v1_dot_tool__service__pb2.CallToolsRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolService/ResumeBatch',
+            llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,6 +34,13 @@ class ToolServiceStub:
       HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
       SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
                                                   call; safe to retry on another replica
+      APPROVAL_REQUIRED      FAILED_PRECONDITION  CallTool on a tool that requires approval;
+                                                  send it with CallTools
+      CALL_DENIED            PERMISSION_DENIED    (a CallTools result) a ResumeBatch decision
+                                                  denied the call; the tool did not run
+      RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
+      PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
+                                                  batches; nothing ran, retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -49,6 +56,15 @@ class ToolServiceStub:
     """Run one tool on JSON arguments and return its text result."""
     ListDefinitionsSorted: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ListDefinitionsSortedRequest, _tool_service_pb2.ListDefinitionsSortedResponse]
     """Every definition, sorted by name, with the fingerprint of their canonical JSON."""
+    CallTools: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.CallToolsRequest, _tool_service_pb2.CallToolsResponse]
+    """Run one model turn's calls as a batch, exactly as Worker.call_tools: the pre-tool-call
+    hooks call by call, the calls concurrently, then the post-tool-call hooks. An unknown or
+    failing tool is an error result, not a failed RPC; a hook's Abort fails the RPC with
+    ABORTED / HOOK_ABORTED. Tools that require approval, or a hook's Pause, make the outcome
+    `paused`: resume it with ResumeBatch.
+    """
+    ResumeBatch: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ResumeBatchRequest, _tool_service_pb2.CallToolsResponse]
+    """Go on with a paused batch, applying a decision per call; the outcome may pause again."""
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -72,6 +88,13 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       HOOK_ABORTED           ABORTED              a hook aborted (or paused) the call
       SHUTTING_DOWN          UNAVAILABLE          the server is stopping and did not run the
                                                   call; safe to retry on another replica
+      APPROVAL_REQUIRED      FAILED_PRECONDITION  CallTool on a tool that requires approval;
+                                                  send it with CallTools
+      CALL_DENIED            PERMISSION_DENIED    (a CallTools result) a ResumeBatch decision
+                                                  denied the call; the tool did not run
+      RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
+      PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
+                                                  batches; nothing ran, retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -103,5 +126,26 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _aio.ServicerContext[_tool_service_pb2.ListDefinitionsSortedRequest, _abc.Awaitable[_tool_service_pb2.ListDefinitionsSortedResponse]],
     ) -> _abc.Awaitable[_tool_service_pb2.ListDefinitionsSortedResponse]:
         """Every definition, sorted by name, with the fingerprint of their canonical JSON."""
+
+    @_abc_1.abstractmethod
+    def CallTools(
+        self,
+        request: _tool_service_pb2.CallToolsRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.CallToolsRequest, _abc.Awaitable[_tool_service_pb2.CallToolsResponse]],
+    ) -> _abc.Awaitable[_tool_service_pb2.CallToolsResponse]:
+        """Run one model turn's calls as a batch, exactly as Worker.call_tools: the pre-tool-call
+        hooks call by call, the calls concurrently, then the post-tool-call hooks. An unknown or
+        failing tool is an error result, not a failed RPC; a hook's Abort fails the RPC with
+        ABORTED / HOOK_ABORTED. Tools that require approval, or a hook's Pause, make the outcome
+        `paused`: resume it with ResumeBatch.
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeBatch(
+        self,
+        request: _tool_service_pb2.ResumeBatchRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.ResumeBatchRequest, _abc.Awaitable[_tool_service_pb2.CallToolsResponse]],
+    ) -> _abc.Awaitable[_tool_service_pb2.CallToolsResponse]:
+        """Go on with a paused batch, applying a decision per call; the outcome may pause again."""
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...
