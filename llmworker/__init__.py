@@ -6,6 +6,8 @@ anywhere in the application.
 """
 
 from ._batch import BatchOutcome, Completed, Paused
+from ._context import CallMetadata, ToolContext, current_call
+from ._decisions import Approve, ApproveWithInput, Decision, Deny
 from ._decorators import (
     BoundToolMethod,
     ToolMethod,
@@ -43,18 +45,23 @@ from ._registry_client import ToolRegistryClient
 from ._remote import RemoteTool, RemoteToolServerHandle, SyncRemoteToolServerHandle
 from ._schema import SchemaStyle
 from ._status import RemoteServiceError
-from ._tool import Tool, ToolDefinition, ToolFactory
-from ._tool_meta import ToolMeta
+from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
+from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
 from ._worker import Locked, Mutable, Worker
 
 __all__ = [
     "Abort",
+    "Approve",
+    "ApproveWithInput",
     "BatchOutcome",
     "BoundToolMethod",
+    "CallMetadata",
     "Completed",
     "Continue",
+    "Decision",
     "DefinitionsSnapshot",
+    "Deny",
     "JsonObject",
     "JsonValue",
     "Locked",
@@ -73,15 +80,18 @@ __all__ = [
     "Skip",
     "SyncRemoteToolServerHandle",
     "Tool",
+    "ToolAnnotations",
     "ToolBatchAborted",
     "ToolCall",
     "ToolCallContext",
     "ToolCallPaused",
+    "ToolContext",
     "ToolDefinition",
     "ToolError",
     "ToolFactory",
     "ToolMeta",
     "ToolMethod",
+    "ToolOutput",
     "ToolRegistryClient",
     "ToolRegistryError",
     "ToolResult",
@@ -92,6 +102,7 @@ __all__ = [
     "WorkerError",
     "WorkerStateError",
     "canonical_json",
+    "current_call",
     "definition_of",
     "description",
     "tool",

@@ -1,13 +1,17 @@
-"""Running a batch of tool calls through hooks: pre-hooks, concurrent execution, post-hooks."""
+"""Running a batch of tool calls through hooks: approvals and pre-hooks, concurrent
+execution, post-hooks; and pausing a batch until a person decides."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, final
 
+from ._context import CallMetadata, ToolContext
+from ._decisions import Approve, ApproveWithInput, Decision, Deny
 from ._errors import ToolBatchAborted, ToolCallPaused, ToolError, ToolServerError, WorkerError
 from ._hooks import (
     Abort,
@@ -21,13 +25,23 @@ from ._hooks import (
     ToolCallContext,
     ToolResult,
 )
-from ._tool import Tool
+from ._text import shorten
+from ._tool import Tool, ToolOutput
 from ._tool_meta import ToolMeta
 from ._tool_server import ToolServerHandle, execute_tool
 
-__all__ = ["BatchOutcome", "Completed", "HookChains", "Paused", "run_batch", "run_one_call"]
+__all__ = [
+    "BatchOutcome",
+    "Completed",
+    "HookChains",
+    "Paused",
+    "resume_batch",
+    "run_batch",
+    "run_one_call",
+]
 
 _Outcome = TypeVar("_Outcome")
+_Resumable = TypeVar("_Resumable")
 
 
 @dataclass(slots=True)
@@ -48,40 +62,86 @@ class Completed:
 
 @final
 class Paused:
-    """A pre-hook paused the batch before anything executed.
+    """A batch stopped before anything executed: tools await approval, or a hook paused.
 
-    ``pending_calls`` are the batch's calls, none executed yet; ``paused_call`` is the one
-    whose hook paused. Pass this object to ``Worker.resume`` (once) to go on: the paused
-    call continues with the hook after the one that paused.
+    ``pending_calls`` are the calls without a result yet, with their current input;
+    ``results`` the results known so far (unknown tools, skipped or denied calls);
+    ``awaiting_approval`` the ids of calls whose tool requires approval; ``paused_call`` the
+    call whose hook paused (or the first awaiting approval); ``reason`` says why. Pass it,
+    once, to ``resume`` on the Worker (or remote handle) it came from, with decisions.
+    ``resume_token`` and ``expires_at`` (seconds since the epoch) are set for a batch
+    paused on a server.
     """
 
-    __slots__ = ("_run",)
+    __slots__ = (
+        "_resumable",
+        "awaiting_approval",
+        "expires_at",
+        "paused_call",
+        "pending_calls",
+        "reason",
+        "results",
+        "resume_token",
+    )
 
-    def __init__(self, run: _BatchRun) -> None:
-        self._run: _BatchRun | None = run
+    def __init__(
+        self,
+        resumable: object,
+        *,
+        pending_calls: tuple[ToolCall, ...],
+        results: tuple[ToolResult, ...],
+        awaiting_approval: tuple[str, ...],
+        paused_call: ToolCall,
+        reason: str,
+        resume_token: str = "",
+        expires_at: float | None = None,
+    ) -> None:
+        self._resumable: object | None = resumable
+        self.pending_calls = pending_calls
+        self.results = results
+        self.awaiting_approval = awaiting_approval
+        self.paused_call = paused_call
+        self.reason = reason
+        self.resume_token = resume_token
+        self.expires_at = expires_at
 
-    @property
-    def pending_calls(self) -> tuple[ToolCall, ...]:
-        """The calls not yet executed: the whole batch."""
-        return tuple(planned.call for planned in self._live().planned)
-
-    @property
-    def paused_call(self) -> ToolCall:
-        """The call whose pre-hook returned ``Pause()``."""
-        run = self._live()
-        return run.planned[run.position].call
-
-    def _live(self) -> _BatchRun:
-        if self._run is None:
+    def take(self, kind: type[_Resumable], decisions: Mapping[str, Decision]) -> _Resumable:
+        """What resumes the batch, of type ``kind`` (a Worker's batch state or a server's
+        token), once; ``WorkerError`` when it was taken already, is of another kind, or a
+        decision names no pending call (the batch then stays resumable)."""
+        resumable = self._resumable
+        if resumable is None:
             raise WorkerError(
                 "this paused batch was already resumed; use the outcome resume returned"
             )
-        return self._run
+        if not isinstance(resumable, kind):
+            raise WorkerError(
+                "this batch paused elsewhere: resume it with the Worker or "
+                "RemoteToolServerHandle that returned it"
+            )
+        self._check(decisions)
+        self._resumable = None
+        return resumable
 
-    def _take(self) -> _BatchRun:
-        run = self._live()
-        self._run = None
-        return run
+    def _check(self, decisions: Mapping[str, Decision]) -> None:
+        pending = {call.id for call in self.pending_calls}
+        for call_id, decision in decisions.items():
+            if call_id not in pending:
+                raise WorkerError(
+                    f"a decision names call '{shorten(call_id)}', which is not pending in this "
+                    f"batch; decide on the ids in pending_calls ({_listed(pending)})"
+                )
+            if not isinstance(decision, Approve | Deny | ApproveWithInput):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise WorkerError(
+                    f"the decision for call '{shorten(call_id)}' is {type(decision).__name__}; "
+                    "use Approve(), Deny(reason) or ApproveWithInput(input_json)"
+                )
+
+    def __repr__(self) -> str:
+        return (
+            f"<Paused: {len(self.pending_calls)} pending, awaiting approval "
+            f"{list(self.awaiting_approval)!r}, reason {self.reason!r}>"
+        )
 
 
 BatchOutcome: TypeAlias = Completed | Paused
@@ -91,7 +151,17 @@ BatchOutcome: TypeAlias = Completed | Paused
 class _Planned:
     call: ToolCall
     target: tuple[ToolMeta, Tool] | None
-    skipped: bool = False
+    result: ToolResult | None = None  # known before execution: unknown, skipped or denied
+    approved: bool = False
+
+    @property
+    def awaiting_approval(self) -> bool:
+        return (
+            self.result is None
+            and not self.approved
+            and self.target is not None
+            and self.target[0].requires_approval
+        )
 
 
 class _BatchRun:
@@ -102,22 +172,58 @@ class _BatchRun:
     def __init__(self, handle: ToolServerHandle, hooks: HookChains, calls: Sequence[ToolCall]):
         self.handle = handle
         self.hooks = hooks
-        self.planned = [_Planned(call, handle.get_tool(call.name)) for call in calls]
+        self.planned = [_planned(call, handle.get_tool(call.name)) for call in calls]
         self.position = 0
         self.next_hook = 0
 
     async def advance(self) -> BatchOutcome:
-        if await self._run_pre_hooks():
-            return Paused(self)
+        awaiting = [planned.call for planned in self.planned if planned.awaiting_approval]
+        if awaiting:
+            reason = "awaiting approval: " + ", ".join(
+                f"'{call.name}' (call '{call.id}')" for call in awaiting
+            )
+            return self._paused(awaiting[0], shorten(reason, 1000))
+        paused = await self._run_pre_hooks()
+        if paused is not None:
+            call = self.planned[self.position].call
+            reason = paused.reason or f"a pre-tool-call hook paused call '{call.id}'"
+            return self._paused(call, reason)
         results = await self._execute()
         await self._run_post_hooks(results)
         return Completed(results)
 
-    async def _run_pre_hooks(self) -> bool:
-        """Run pre-hooks from where the batch stands; True when one paused."""
+    def decide(self, decisions: Mapping[str, Decision]) -> None:
+        """Apply checked decisions to the pending calls."""
+        for planned in self.planned:
+            decision = decisions.get(planned.call.id)
+            if decision is None or planned.result is not None:
+                continue
+            match decision:
+                case Approve():
+                    planned.approved = True
+                case ApproveWithInput(input_json):
+                    planned.call = dataclasses.replace(planned.call, input_json=input_json)
+                    planned.approved = True
+                case Deny(reason):
+                    call = planned.call
+                    error = ToolServerError.CallDenied(call.id, call.name, reason)
+                    planned.result = ToolResult(call.id, str(error), is_error=True, error=error)
+
+    def _paused(self, paused_call: ToolCall, reason: str) -> Paused:
+        return Paused(
+            self,
+            pending_calls=tuple(p.call for p in self.planned if p.result is None),
+            results=tuple(p.result for p in self.planned if p.result is not None),
+            awaiting_approval=tuple(p.call.id for p in self.planned if p.awaiting_approval),
+            paused_call=paused_call,
+            reason=reason,
+        )
+
+    async def _run_pre_hooks(self) -> Pause | None:
+        """Run pre-hooks from where the batch stands; the ``Pause`` of one that paused."""
         while self.position < len(self.planned):
             planned = self.planned[self.position]
-            if planned.target is not None and self.hooks.pre:
+            if planned.result is None and planned.target is not None and self.hooks.pre:
                 meta, tool = planned.target
                 context = ToolCallContext(planned.call, meta, tool)
                 hooks = self.hooks.pre
@@ -129,24 +235,24 @@ class _BatchRun:
                         case Continue():
                             continue
                         case Skip():
-                            planned.skipped = True
+                            planned.result = _skipped(planned.call)
                             break
                         case Pause():
-                            return True
+                            return outcome
                         case Abort(reason):
                             raise ToolBatchAborted(reason, planned.call.id)
             self.position += 1
             self.next_hook = 0
-        return False
+        return None
 
     async def _execute(self) -> list[ToolResult]:
-        results = [_skipped_or_missing(planned) for planned in self.planned]
+        results = [planned.result for planned in self.planned]
         runnable = [index for index, result in enumerate(results) if result is None]
 
         async def execute(index: int) -> None:
             planned = self.planned[index]
             assert planned.target is not None
-            results[index] = await _execute_call(planned.call, planned.target[1])
+            results[index] = await _execute_call(planned.call, planned.target)
 
         if len(runnable) == 1:  # no task overhead for a lone call
             await execute(runnable[0])
@@ -158,19 +264,19 @@ class _BatchRun:
 
     async def _run_post_hooks(self, results: list[ToolResult]) -> None:
         for index, planned in enumerate(self.planned):
-            if planned.target is not None and not planned.skipped:
+            if planned.result is None and planned.target is not None:  # it executed
                 results[index] = await _run_post_hooks(
                     self.hooks.post, planned.call, results[index], planned.target
                 )
 
 
-def _skipped_or_missing(planned: _Planned) -> ToolResult | None:
-    call = planned.call
-    if planned.target is None:
-        return _missing(call)
-    if planned.skipped:
-        return ToolResult(call.id, f"Tool '{call.name}' was skipped by a pre-tool-call hook")
-    return None
+def _planned(call: ToolCall, target: tuple[ToolMeta, Tool] | None) -> _Planned:
+    return _Planned(call, target, None if target is not None else _missing(call))
+
+
+def _skipped(call: ToolCall) -> ToolResult:
+    text = f"Tool '{call.name}' was skipped by a pre-tool-call hook"
+    return ToolResult(call.id, text, skipped=True)
 
 
 def _missing(call: ToolCall) -> ToolResult:
@@ -178,11 +284,23 @@ def _missing(call: ToolCall) -> ToolResult:
     return ToolResult(call.id, str(error), is_error=True, error=error)
 
 
-async def _execute_call(call: ToolCall, tool: Tool) -> ToolResult:
+def _listed(ids: set[str]) -> str:
+    return shorten(", ".join(f"'{call_id}'" for call_id in sorted(ids)), 300) or "none"
+
+
+def _context(call: ToolCall, meta: ToolMeta) -> ToolContext:
+    return ToolContext(call.id, meta.name, CallMetadata.of(call.metadata), call.deadline)
+
+
+async def _execute_call(call: ToolCall, target: tuple[ToolMeta, Tool]) -> ToolResult:
+    meta, tool = target
     try:
-        return ToolResult(call.id, await execute_tool(tool, call.input_json))
+        output = await execute_tool(tool, call.input_json, _context(call, meta))
     except (ToolError, ToolServerError) as error:
         return ToolResult(call.id, str(error), is_error=True, error=error)
+    if isinstance(output, str):
+        return ToolResult(call.id, output)
+    return ToolResult(call.id, output.text, structured=output.structured)
 
 
 async def _run_post_hooks(
@@ -199,13 +317,12 @@ async def _run_post_hooks(
 
 
 async def _run_one(
-    handle: ToolServerHandle, hooks: list[PostToolCallHook], call: ToolCall
+    target: tuple[ToolMeta, Tool] | None, hooks: list[PostToolCallHook], call: ToolCall
 ) -> BatchOutcome:
-    """A lone call with no pre-hooks: nothing can pause or skip it, so no batch state."""
-    target = handle.get_tool(call.name)
+    """A lone call with no pre-hooks nor approval: nothing can pause or skip it."""
     if target is None:
         return Completed([_missing(call)])
-    result = await _execute_call(call, target[1])
+    result = await _execute_call(call, target)
     if hooks:
         result = await _run_post_hooks(hooks, call, result, target)
     return Completed([result])
@@ -222,30 +339,43 @@ def run_batch(
 ) -> Awaitable[BatchOutcome]:
     """Run ``calls`` through ``hooks`` on ``handle``'s tools."""
     if len(calls) == 1 and not hooks.pre:
-        return _run_one(handle, hooks.post, calls[0])
+        target = handle.get_tool(calls[0].name)
+        if target is None or not target[0].requires_approval:
+            return _run_one(target, hooks.post, calls[0])
     return _BatchRun(handle, hooks, calls).advance()
 
 
 async def run_one_call(
-    handle: ToolServerHandle, hooks: HookChains, call_id: str, name: str, input_json: str
-) -> str:
-    """Run one call through ``hooks``: its text, or its error raised as
-    ``ToolServerHandle.call_tool`` raises it. With no hooks there is nothing to pass a
-    ``ToolCall`` or ``ToolResult`` to, so none is made."""
+    handle: ToolServerHandle, hooks: HookChains, call: ToolCall
+) -> str | ToolOutput:
+    """Run one call through ``hooks``: its result, or its error raised as
+    ``ToolServerHandle.call_tool`` raises it; ``ToolCallPaused`` when it paused."""
     if not hooks.pre and not hooks.post:
-        return await handle.call_tool(name, input_json)
-    outcome = await run_batch(handle, hooks, [ToolCall(call_id, name, input_json)])
+        target = handle.get_tool(call.name)
+        if target is None:
+            raise ToolServerError.ToolNotFound(call.name)
+        if not target[0].requires_approval:
+            try:
+                return await execute_tool(target[1], call.input_json, _context(call, target[0]))
+            except ToolError as error:
+                raise ToolServerError.ToolExecution(str(error)) from error
+    outcome = await run_batch(handle, hooks, [call])
     if isinstance(outcome, Paused):
         raise ToolCallPaused(outcome)
     result = outcome.results[0]
     if not result.is_error:
-        return result.content
+        return (
+            result.content
+            if result.structured is None
+            else ToolOutput(result.content, result.structured)
+        )
     if isinstance(result.error, ToolServerError):
         raise result.error
     raise ToolServerError.ToolExecution(result.content) from result.error
 
 
-async def resume_batch(paused: Paused) -> BatchOutcome:
-    """Continue a paused batch where its pre-hooks stopped."""
-    run = paused._take()  # pyright: ignore[reportPrivateUsage]
+async def resume_batch(paused: Paused, decisions: Mapping[str, Decision]) -> BatchOutcome:
+    """Continue a paused batch where it stopped, after applying ``decisions``."""
+    run = paused.take(_BatchRun, decisions)
+    run.decide(decisions)
     return await run.advance()

@@ -25,9 +25,10 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, final, overloa
 import pydantic
 from pydantic.fields import FieldInfo
 
-from ._generated_tool import GeneratedTool, generate_tool, pascal_case
+from ._generated_tool import GeneratedTool, ToolOptions, generate_tool, pascal_case
 from ._schema import SchemaStyle
 from ._tool import ToolFactory
+from ._tool_meta import ToolAnnotations, ToolMeta
 
 __all__ = [
     "BoundToolMethod",
@@ -55,13 +56,14 @@ def description(text: str) -> FieldInfo:
 class ToolMethod(Generic[OwnerT, P, R]):
     """A ``@tool`` method: still a method, plus what ``@tool_registry`` generates from it."""
 
-    def __init__(
-        self, function: Callable[Concatenate[OwnerT, P], R], schema_style: SchemaStyle | None
-    ) -> None:
+    def __init__(self, function: Callable[Concatenate[OwnerT, P], R], options: ToolOptions) -> None:
         _check_signature(function)
         self.function = function
-        self.schema_style = schema_style
+        self.options = options
         self.name = function.__name__
+        """The method's name, which names what ``@tool_registry`` generates."""
+        self.tool_name = options.name or function.__name__
+        """The tool's name, as the model sees it."""
         self.__doc__ = function.__doc__
         self.__wrapped__ = function
         self._built: GeneratedTool | None = None
@@ -101,9 +103,8 @@ class ToolMethod(Generic[OwnerT, P, R]):
 
         ``local_names`` resolves annotations naming classes local to the defining function.
         """
-        self._built = generate_tool(
-            owner, self.function, self.schema_style or default_style, local_names
-        )
+        style = self.options.schema_style or default_style
+        self._built = generate_tool(owner, self.function, style, local_names, self.options)
         return self._built
 
     def _not_built(self) -> TypeError:
@@ -162,7 +163,8 @@ def tool_definitions(app: object) -> list[ToolFactory]:
             f"{type(app).__qualname__} has no @tool methods; decorate methods with @tool and "
             "the class with @tool_registry"
         )
-    return [methods[name].definition_for(app) for name in sorted(methods)]
+    ordered = sorted(methods.values(), key=lambda method: method.tool_name)
+    return [method.definition_for(app) for method in ordered]
 
 
 def definition_of(method: BoundToolMethod[P, R]) -> ToolFactory:
@@ -174,12 +176,27 @@ def definition_of(method: BoundToolMethod[P, R]) -> ToolFactory:
 def tool(function: Callable[Concatenate[OwnerT, P], R], /) -> ToolMethod[OwnerT, P, R]: ...
 @overload
 def tool(
-    *, schema_style: SchemaStyle | None = None
+    *,
+    name: str | None = None,
+    title: str = "",
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    requires_approval: bool = False,
+    schema_style: SchemaStyle | None = None,
 ) -> Callable[[Callable[Concatenate[OwnerT, P], R]], ToolMethod[OwnerT, P, R]]: ...
 def tool(
     function: Callable[Concatenate[OwnerT, P], R] | None = None,
     /,
     *,
+    name: str | None = None,
+    title: str = "",
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    requires_approval: bool = False,
     schema_style: SchemaStyle | None = None,
 ) -> (
     ToolMethod[OwnerT, P, R]
@@ -187,13 +204,29 @@ def tool(
 ):
     """Mark a method of a ``@tool_registry`` class as a tool.
 
-    The method's name is the tool's name, its docstring the description, its annotated
-    parameters the input schema. ``schema_style`` overrides the registry's.
+    The method's name is the tool's name (unless ``name`` gives another), its docstring the
+    description, its annotated parameters the input schema (a parameter annotated
+    ``ToolContext`` receives the call's context instead), and a structured return
+    annotation (model, dataclass, TypedDict, ``dict[str, ...]``) the output schema.
+    ``title``, the four hints (None: unknown) and ``requires_approval`` go into its
+    ``ToolMeta``; ``schema_style`` overrides the registry's.
+
+    >>> @tool(name="get-weather", title="Get weather", read_only=True, open_world=True)
+    ... async def weather(self, city: str) -> Forecast: ...  # doctest: +SKIP
     """
+    if name is not None:
+        ToolMeta(name)  # a bad name fails here, where it was written
+    options = ToolOptions(
+        name,
+        title,
+        ToolAnnotations(read_only, destructive, idempotent, open_world),
+        requires_approval,
+        schema_style,
+    )
 
     def decorate(target: Callable[Concatenate[OwnerT, P], R]) -> ToolMethod[OwnerT, P, R]:
         _check_not_yet_a_tool(target, _caller_frame(2 if function is None else 3))
-        return ToolMethod(target, schema_style)
+        return ToolMethod(target, options)
 
     return decorate if function is None else decorate(function)
 

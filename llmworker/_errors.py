@@ -8,7 +8,9 @@
     ToolServerError                raised by ToolServerHandle
     ├── ToolServerError.DuplicateName  "Tool with name '{name}' already registered"
     ├── ToolServerError.ToolNotFound   "Tool '{name}' not found"
-    └── ToolServerError.ToolExecution  "Tool execution failed: {message}"
+    ├── ToolServerError.ToolExecution  "Tool execution failed: {message}"
+    ├── ToolServerError.ToolTimeout    "Tool '{name}' did not finish within {seconds} s"
+    └── ToolServerError.CallDenied     "Tool call '{call_id}' to '{name}' was denied: ..."
 
     ToolRegistryError              raised by Worker registration
     └── ToolRegistryError.DuplicateName  "Tool with name '{name}' already registered"
@@ -85,6 +87,8 @@ class ToolServerError(Exception):
     DuplicateName: ClassVar[type[ServerDuplicateName]]
     ToolNotFound: ClassVar[type[ToolNotFound]]
     ToolExecution: ClassVar[type[ToolExecution]]
+    ToolTimeout: ClassVar[type[ToolTimeout]]
+    CallDenied: ClassVar[type[CallDenied]]
 
 
 class ServerDuplicateName(ToolServerError):
@@ -109,6 +113,26 @@ class ToolExecution(ToolServerError):
     def __init__(self, message: str) -> None:
         super().__init__(f"Tool execution failed: {message}")
         self.message = message
+
+
+class ToolTimeout(ToolServerError):
+    """The call was still running at its deadline (``ToolCall.deadline``) and was cancelled."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(f"Tool '{shorten(name)}' did not finish within {seconds:.3g} s")
+        self.name = name
+        self.seconds = seconds
+
+
+class CallDenied(ToolServerError):
+    """A decision denied the call when its paused batch resumed; the tool did not run."""
+
+    def __init__(self, call_id: str, name: str, reason: str) -> None:
+        because = f": {shorten(reason, 1000)}" if reason else ""
+        super().__init__(f"Tool call '{shorten(call_id)}' to '{shorten(name)}' was denied{because}")
+        self.call_id = call_id
+        self.name = name
+        self.reason = reason
 
 
 class ToolRegistryError(Exception):
@@ -143,15 +167,21 @@ class ToolBatchAborted(WorkerError):
 
 
 class ToolCallPaused(WorkerError):
-    """A pre-hook returned ``Pause()`` for a ``Worker.call_tool`` call; nothing ran yet.
+    """A ``Worker.call_tool`` call paused before it ran: a pre-hook returned ``Pause()``, or
+    the tool requires approval (``paused.awaiting_approval``).
 
     ``paused`` goes on with ``Worker.resume(paused)``, which returns the batch outcome.
     """
 
     def __init__(self, paused: Paused) -> None:
+        why = (
+            "requires approval"
+            if paused.awaiting_approval
+            else "was paused by a pre-tool-call hook"
+        )
         super().__init__(
-            f"a pre-tool-call hook paused the call to '{paused.paused_call.name}'; "
-            "pass this error's .paused to Worker.resume to go on"
+            f"the call to '{paused.paused_call.name}' {why}; pass this error's .paused to "
+            "Worker.resume (with decisions) to go on"
         )
         self.paused = paused
 
@@ -167,4 +197,6 @@ _nest(ToolError, "Internal", Internal)
 _nest(ToolServerError, "DuplicateName", ServerDuplicateName)
 _nest(ToolServerError, "ToolNotFound", ToolNotFound)
 _nest(ToolServerError, "ToolExecution", ToolExecution)
+_nest(ToolServerError, "ToolTimeout", ToolTimeout)
+_nest(ToolServerError, "CallDenied", CallDenied)
 _nest(ToolRegistryError, "DuplicateName", RegistryDuplicateName)

@@ -23,14 +23,43 @@ from pydantic_core import SchemaValidator
 from typing_extensions import TypedDict
 
 from ._arguments import KeywordsValidator, describe, fail_fast, render_result, unknown_fields
+from ._context import ToolContext, current_call
 from ._errors import ToolError
-from ._schema import SchemaStyle, arguments_schema
+from ._schema import SchemaStyle, arguments_schema, is_structured, output_schema
 from ._text import message_of
-from ._tool import Tool
-from ._tool_meta import ToolMeta
+from ._tool import Tool, ToolOutput
+from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import crash_error
 
-__all__ = ["ArgumentsModel", "GeneratedTool", "generate_tool", "pascal_case"]
+__all__ = [
+    "ArgumentsModel",
+    "GeneratedTool",
+    "ToolOptions",
+    "generate_tool",
+    "pascal_case",
+]
+
+
+@final
+class ToolOptions:
+    """What ``@tool(...)`` says beside the method: the tool's name, title, annotations,
+    whether it requires approval, and the schema style."""
+
+    __slots__ = ("annotations", "name", "requires_approval", "schema_style", "title")
+
+    def __init__(
+        self,
+        name: str | None = None,
+        title: str = "",
+        annotations: ToolAnnotations | None = None,
+        requires_approval: bool = False,
+        schema_style: SchemaStyle | None = None,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.annotations = annotations or ToolAnnotations()
+        self.requires_approval = requires_approval
+        self.schema_style = schema_style
 
 
 _RECHECKED_INPUT_CHARS: Final = 16 * 1024
@@ -163,38 +192,66 @@ def generate_tool(
     function: Callable[..., object],
     style: SchemaStyle,
     local_names: dict[str, object],
+    options: ToolOptions,
 ) -> GeneratedTool:
     """Generate the tool of ``function``, a method of ``owner``.
 
     ``local_names`` resolves annotations naming classes local to the defining function.
     """
-    name = function.__name__
-    where = f"@tool {owner.__qualname__}.{name}"
-    pascal = pascal_case(name)
+    name = options.name or function.__name__
+    where = f"@tool {owner.__qualname__}.{function.__name__}"
+    pascal = pascal_case(function.__name__)
+    hints = _hints(function, local_names, where)
+    fields, context_parameter = _fields(function, hints)
     arguments = ArgumentsModel(
-        f"{pascal}Args",
-        f"{owner.__qualname__}.{pascal}Args",
-        owner.__module__,
-        _fields(function, local_names, where),
-        where,
+        f"{pascal}Args", f"{owner.__qualname__}.{pascal}Args", owner.__module__, fields, where
     )
     schema = arguments_schema(arguments.get(), style, name)
     arguments.release()
+    returned = hints.get("return")
+    structured = is_structured(returned)
+    output_style = SchemaStyle.INLINE if style is SchemaStyle.OPENAI_STRICT else style
     doc = inspect.cleandoc(function.__doc__ or "") or f"Tool: {name}"
-    wrapper = _wrapper_class(owner, function, arguments, pascal)
-    return GeneratedTool(ToolMeta(name, doc, schema), arguments, wrapper)
+    meta = ToolMeta(
+        name,
+        doc,
+        schema,
+        title=options.title,
+        output_schema=output_schema(returned, output_style, name) if structured else None,
+        annotations=options.annotations,
+        requires_approval=options.requires_approval,
+    )
+    wrapper = _wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
+    return GeneratedTool(meta, arguments, wrapper)
 
 
-def _fields(
+def _hints(
     function: Callable[..., object], local_names: dict[str, object], where: str
 ) -> dict[str, Any]:
     try:
-        hints = typing.get_type_hints(function, localns=local_names, include_extras=True)
+        return typing.get_type_hints(function, localns=local_names, include_extras=True)
     except Exception as error:
         raise TypeError(f"{where}: cannot resolve its annotations: {error}") from error
+
+
+def _is_context(annotation: object) -> bool:
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation is ToolContext
+
+
+def _fields(
+    function: Callable[..., object], hints: dict[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The model fields of the method's parameters, and the name of the one annotated
+    ``ToolContext`` (not a field: the call's context is passed there)."""
     fields: dict[str, Any] = {}
+    context_parameter: str | None = None
     for parameter in list(inspect.signature(function).parameters.values())[1:]:
         annotation = hints[parameter.name]
+        if _is_context(annotation):
+            context_parameter = parameter.name
+            continue
         if parameter.default is inspect.Parameter.empty:
             fields[parameter.name] = (annotation, ...)
         else:
@@ -202,7 +259,7 @@ def _fields(
                 typing.Annotated[annotation, BeforeValidator(_null_means_default)],
                 parameter.default,
             )
-    return fields
+    return fields, context_parameter
 
 
 def _null_means_default(value: object) -> object:
@@ -237,8 +294,25 @@ def _in_thread(function: Callable[..., object], instance: object, values: dict[s
         raise _ThreadCrash(error) from None
 
 
+def _structured_output(result: object) -> ToolOutput:
+    """A structured result as its compact JSON text beside its JSON object."""
+    text = render_result(result)
+    value = pydantic_core.to_jsonable_python(result)
+    if not isinstance(value, dict):
+        raise ToolError.Internal(
+            f"the tool returned {type(result).__name__}, but its return annotation promises "
+            "a JSON object; return what the annotation says"
+        )
+    return ToolOutput(text, typing.cast("dict[str, Any]", value))
+
+
 def _wrapper_class(
-    owner: type, function: Callable[..., object], arguments: ArgumentsModel, pascal: str
+    owner: type,
+    function: Callable[..., object],
+    arguments: ArgumentsModel,
+    pascal: str,
+    context_parameter: str | None,
+    structured: bool,
 ) -> type[Tool]:
     run = _async_body(function) if inspect.iscoroutinefunction(function) else None
 
@@ -248,8 +322,10 @@ def _wrapper_class(
         def __init__(self, instance: object) -> None:
             self.instance = instance
 
-        async def execute(self, input_json: str) -> str:
+        async def execute(self, input_json: str) -> str | ToolOutput:
             values = arguments.validate(input_json)
+            if context_parameter is not None:
+                values[context_parameter] = current_call()
             try:
                 if run is not None:
                     result = await run(self.instance, **values)
@@ -261,6 +337,8 @@ def _wrapper_class(
                 raise crash_error(self, crash.error) from crash.error
             except Exception as error:
                 raise ToolError.ExecutionFailed(message_of(error)) from error
+            if structured:
+                return _structured_output(result)
             return result if isinstance(result, str) else render_result(result)
 
     Wrapper.__name__ = f"Tool{pascal}"

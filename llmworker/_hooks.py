@@ -10,11 +10,13 @@ returns ``Continue()`` or ``Abort(reason)``. Hooks may be plain or ``async`` fun
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, final
 
+from ._context import NO_METADATA, CallMetadata
 from ._errors import ToolError, ToolServerError
+from ._json import JsonObject
 from ._tool import Tool
 from ._tool_meta import ToolMeta
 
@@ -34,27 +36,47 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class ToolCall:
-    """One tool call as the model produced it; ``input_json`` is its raw argument text."""
+    """One tool call as the model produced it; ``input_json`` is its raw argument text.
+
+    ``metadata`` is what the caller knows about the call (user, conversation, a credential):
+    the tool reads it through ``ToolContext``; reprs show its keys only. ``deadline`` is the
+    ``time.monotonic()`` at which a call still running is cancelled and answered with
+    ``ToolServerError.ToolTimeout`` (None: no deadline).
+    """
 
     id: str
     name: str
     input_json: str
+    metadata: Mapping[str, str] = field(default=NO_METADATA)
+    deadline: float | None = None
+
+    def __repr__(self) -> str:
+        deadline = "" if self.deadline is None else f", deadline={self.deadline!r}"
+        metadata = f", metadata={CallMetadata.of(self.metadata)!r}" if self.metadata else ""
+        return (
+            f"ToolCall(id={self.id!r}, name={self.name!r}, input_json={self.input_json!r}"
+            f"{metadata}{deadline})"
+        )
 
 
 @dataclass(slots=True)
 class ToolResult:
     """The answer to the call ``call_id``, as text for the model.
 
-    ``error`` keeps the exception behind an error result (not compared), so a transport can
-    report the exact variant; ``content`` is its text.
+    ``structured`` is the tool's structured result beside the text, when it has one;
+    ``skipped`` says a pre-hook skipped the call. ``error`` keeps the exception behind an
+    error result (not compared), so a transport can report the exact variant; ``content``
+    is its text.
     """
 
     call_id: str
     content: str
     is_error: bool = False
     error: ToolError | ToolServerError | None = field(default=None, compare=False, repr=False)
+    structured: JsonObject | None = None
+    skipped: bool = False
 
 
 class _ToolContext:
@@ -111,7 +133,12 @@ class Skip:
 @final
 @dataclass(frozen=True, slots=True)
 class Pause:
-    """Return control to the caller before anything runs; ``Worker.resume`` goes on."""
+    """Return control to the caller before anything runs; ``Worker.resume`` goes on.
+
+    ``reason`` tells the caller (and the person it may ask) why.
+    """
+
+    reason: str = ""
 
 
 @final

@@ -10,13 +10,17 @@ all its properties as required; a property that had a default becomes nullable (
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from typing import cast
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from typing_extensions import is_typeddict
 
-__all__ = ["SchemaStyle", "arguments_schema"]
+__all__ = ["SchemaStyle", "arguments_schema", "is_structured", "output_schema"]
 
 _Schema = dict[str, object]
 _SUBSCHEMA_KEYS = frozenset(
@@ -49,6 +53,35 @@ class _WithoutTitles(GenerateJsonSchema):
 def arguments_schema(model: type[BaseModel], style: SchemaStyle, tool_name: str) -> _Schema:
     """The input schema of ``model`` in ``style``; ``ValueError`` names what cannot be done."""
     schema = cast("_Schema", model.model_json_schema(schema_generator=_WithoutTitles))
+    return _styled(schema, style, tool_name)
+
+
+def is_structured(annotation: object) -> bool:
+    """Whether a return annotation describes a JSON object: a pydantic model, a dataclass,
+    a TypedDict or a ``dict``/``Mapping`` with ``str`` keys."""
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, type):
+        kind = cast("type[object]", annotation)
+        return (
+            issubclass(kind, BaseModel | dict)
+            or dataclasses.is_dataclass(kind)
+            or is_typeddict(kind)
+        )
+    origin = typing.get_origin(annotation)
+    return origin in (dict, Mapping) and typing.get_args(annotation)[:1] == (str,)
+
+
+def output_schema(annotation: Any, style: SchemaStyle, tool_name: str) -> _Schema:
+    """The schema of a structured return annotation as it serialises, in ``style``."""
+    adapter = TypeAdapter[Any](annotation)
+    schema = cast(
+        "_Schema", adapter.json_schema(mode="serialization", schema_generator=_WithoutTitles)
+    )
+    return _styled(schema, style, tool_name)
+
+
+def _styled(schema: _Schema, style: SchemaStyle, tool_name: str) -> _Schema:
     if style is SchemaStyle.DEFAULT:
         return schema
     definitions = cast("dict[str, _Schema]", schema.pop("$defs", {}))

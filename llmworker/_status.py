@@ -16,10 +16,7 @@ import grpc
 import grpc.aio
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
-
-# googleapis-common-protos ships .pyi files but no py.typed, so mypy skips them (Any);
-# pyright reads the .pyi files and checks these uses.
-from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
 from ._errors import ToolError, ToolRegistryError, ToolServerError
 from ._text import message_of, shorten, shorten_utf8
@@ -62,6 +59,10 @@ class Reason(enum.StrEnum):
     DUPLICATE_NAME = "DUPLICATE_NAME"
     REGISTRY_FULL = "REGISTRY_FULL"
     SHUTTING_DOWN = "SHUTTING_DOWN"
+    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
+    CALL_DENIED = "CALL_DENIED"
+    RESUME_TOKEN_UNKNOWN = "RESUME_TOKEN_UNKNOWN"
+    PAUSED_BATCHES_FULL = "PAUSED_BATCHES_FULL"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -79,6 +80,10 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.DUPLICATE_NAME: grpc.StatusCode.ALREADY_EXISTS,
     Reason.REGISTRY_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.SHUTTING_DOWN: grpc.StatusCode.UNAVAILABLE,
+    Reason.APPROVAL_REQUIRED: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.CALL_DENIED: grpc.StatusCode.PERMISSION_DENIED,
+    Reason.RESUME_TOKEN_UNKNOWN: grpc.StatusCode.NOT_FOUND,
+    Reason.PAUSED_BATCHES_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""
@@ -139,14 +144,17 @@ class ErrorStatus:
     def of(cls, reason: Reason, message: str, **metadata: str) -> ErrorStatus:
         return cls(CODES[reason], reason.value, message, metadata)
 
-    def trailing_metadata(self) -> tuple[tuple[str, bytes]]:
-        """The ``grpc-status-details-bin`` trailer carrying the google.rpc.Status."""
+    def to_proto(self) -> status_pb2.Status:
+        """The google.rpc.Status with its ErrorInfo detail."""
         detail = any_pb2.Any()
         detail.Pack(
             error_details_pb2.ErrorInfo(reason=self.reason, domain=DOMAIN, metadata=self.metadata)
         )
-        status = status_pb2.Status(code=self.code.value[0], message=self.message, details=[detail])
-        return ((DETAILS_KEY, status.SerializeToString()),)
+        return status_pb2.Status(code=self.code.value[0], message=self.message, details=[detail])
+
+    def trailing_metadata(self) -> tuple[tuple[str, bytes]]:
+        """The ``grpc-status-details-bin`` trailer carrying the google.rpc.Status."""
+        return ((DETAILS_KEY, self.to_proto().SerializeToString()),)
 
 
 def _bounded_message(message: str) -> str:
@@ -209,6 +217,10 @@ def status_of(error: ToolError | ToolServerError | ToolRegistryError, tool: str)
             return ErrorStatus.of(reason, text, tool=tool, tool_error=error.message)
         case ToolServerError.ToolNotFound():
             return ErrorStatus.of(Reason.TOOL_NOT_FOUND, str(error), tool=shorten(tool))
+        case ToolServerError.ToolTimeout():
+            return ErrorStatus.of(Reason.TOOL_TIMEOUT, str(error), tool=shorten(tool))
+        case ToolServerError.CallDenied():
+            return ErrorStatus.of(Reason.CALL_DENIED, str(error), tool=shorten(tool))
         case ToolServerError.ToolExecution() if isinstance(error.__cause__, ToolError):
             return status_of(error.__cause__, tool)
         case ToolServerError.DuplicateName() | ToolRegistryError.DuplicateName():

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias, final, runtime_checkable
 
+from ._json import JsonObject
 from ._tool_meta import ToolMeta
 
-__all__ = ["Tool", "ToolDefinition", "ToolFactory", "declared_meta"]
+__all__ = ["Tool", "ToolDefinition", "ToolFactory", "ToolOutput", "declared_meta"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A result with a structured value beside its text: what a tool with an output schema
+    returns. ``text`` is what the model reads; ``structured`` is a JSON object matching the
+    tool's ``ToolMeta.output_schema``."""
+
+    text: str
+    structured: JsonObject | None = None
 
 
 @runtime_checkable
@@ -19,8 +32,9 @@ class Tool(Protocol):
     unguarded. Raise ``ToolError`` for failures the model should see.
     """
 
-    async def execute(self, input_json: str) -> str:
-        """Run the tool on the model's raw JSON arguments and return the result text."""
+    async def execute(self, input_json: str) -> str | ToolOutput:
+        """Run the tool on the model's raw JSON arguments and return the result text (or a
+        ``ToolOutput`` with a structured value too). ``current_call()`` tells which call."""
         ...
 
 

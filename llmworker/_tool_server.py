@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple, final
 
+from ._context import CURRENT_CALL, ToolContext
+from ._deadlines import watchdog
 from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
 from ._text import message_of
-from ._tool import Tool, ToolDefinition, declared_meta
+from ._tool import Tool, ToolDefinition, ToolOutput, declared_meta
 from ._tool_meta import ToolMeta
 
 __all__ = [
@@ -103,9 +106,10 @@ class ToolServerHandle:
         if entry is None:
             raise ToolServerError.ToolNotFound(name)
         try:
-            return await execute_tool(entry.tool, input_json)
+            result = await execute_tool(entry.tool, input_json, ToolContext("", name))
         except ToolError as error:
             raise ToolServerError.ToolExecution(str(error)) from error
+        return result if isinstance(result, str) else result.text
 
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """Every registered meta, sorted by name (deterministic LLM requests)."""
@@ -177,30 +181,67 @@ def _create(definition: ToolDefinition) -> _Entry:
     return _Entry(meta, tool)
 
 
-async def execute_tool(tool: Tool, input_json: str) -> str:
-    """Await ``tool.execute``; anything but a ``str`` or a ``ToolError`` becomes Internal.
+async def execute_tool(tool: Tool, input_json: str, context: ToolContext) -> str | ToolOutput:
+    """Await ``tool.execute`` as the call ``context`` (what ``current_call()`` returns);
+    anything but a result or a ``ToolError`` becomes Internal.
 
-    A ``ToolServerError`` passes through too: a proxy tool raises it when the server that
-    implements the tool cannot be reached. So does a ``CancelledError`` when the calling task
-    was asked to cancel. Anything else a tool raises, ``SystemExit``, ``KeyboardInterrupt``,
-    ``GeneratorExit``, another ``BaseException`` or a ``CancelledError`` nobody requested,
-    is that tool's defect: it becomes ``ToolError.Internal`` naming the exception type and
-    never reaches the event loop, which would stop.
+    A call still running at ``context.deadline`` is cancelled and raises
+    ``ToolServerError.ToolTimeout``. A ``ToolServerError`` passes through too: a proxy tool
+    raises it when the server that implements the tool cannot be reached. So does a
+    ``CancelledError`` when the calling task was asked to cancel. Anything else a tool
+    raises, ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``, another
+    ``BaseException`` or a ``CancelledError`` nobody requested, is that tool's defect: it
+    becomes ``ToolError.Internal`` naming the exception type and never reaches the event
+    loop, which would stop.
     """
+    token = CURRENT_CALL.set(context)
+    task = _watched(context.deadline)
+    started = 0.0 if task is None else time.monotonic()
     try:
         result = await tool.execute(input_json)
     except (ToolError, ToolServerError):
         raise
     except asyncio.CancelledError as error:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
+        if task is not None and watchdog().finish(task):
+            task.uncancel()
+            ran = time.monotonic() - started
+            raise ToolServerError.ToolTimeout(context.tool_name, ran) from None
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
             raise
         raise crash_error(tool, error) from error
     except BaseException as error:
         raise crash_error(tool, error) from error
-    if not isinstance(result, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    finally:
+        if task is not None and watchdog().finish(task):
+            task.uncancel()  # the deadline passed as the tool returned: its result stands
+        CURRENT_CALL.reset(token)
+    if isinstance(result, str):
+        return result
+    return _checked_output(tool, result)
+
+
+def _watched(deadline: float | None) -> asyncio.Task[object] | None:
+    if deadline is None:
+        return None
+    task = asyncio.current_task()
+    assert task is not None, "tools run in a task"
+    watchdog().watch(task, deadline)
+    return task
+
+
+def _checked_output(tool: Tool, result: object) -> ToolOutput:
+    if not isinstance(result, ToolOutput):
         raise ToolError.Internal(
-            f"{type(tool).__name__}.execute returned {type(result).__name__}; it must return str"
+            f"{type(tool).__name__}.execute returned {type(result).__name__}; it must return "
+            "str or ToolOutput"
+        )
+    if not isinstance(result.text, str) or not isinstance(  # pyright: ignore[reportUnnecessaryIsInstance]
+        result.structured, Mapping | None
+    ):
+        raise ToolError.Internal(
+            f"{type(tool).__name__}.execute returned a ToolOutput whose text is not str or "
+            "whose structured value is not a JSON object"
         )
     return result
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Literal, cast
 
 from ._json import canonical_json
-from ._tool_meta import ToolMeta
+from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot
 from .v1 import tool_pb2, tool_service_pb2
 
@@ -14,29 +14,77 @@ __all__ = ["definition_message", "definitions_response", "meta_from_message"]
 
 
 def definition_message(meta: ToolMeta) -> tool_pb2.ToolDefinition:
-    """``meta`` as a ToolDefinition message; the schema as canonical JSON text."""
-    return tool_pb2.ToolDefinition(
+    """``meta`` as a ToolDefinition message; schemas as canonical JSON text."""
+    message = tool_pb2.ToolDefinition(
         name=meta.name,
         description=meta.description,
         input_schema_json=canonical_json(meta.input_schema).decode(),
+        title=meta.title,
+        requires_approval=meta.requires_approval,
     )
+    if meta.output_schema is not None:
+        message.output_schema_json = canonical_json(meta.output_schema).decode()
+    hints = meta.annotations
+    if hints:
+        message.annotations.SetInParent()
+        for field, value in (
+            ("read_only_hint", hints.read_only),
+            ("destructive_hint", hints.destructive),
+            ("idempotent_hint", hints.idempotent),
+            ("open_world_hint", hints.open_world),
+        ):
+            if value is not None:
+                setattr(message.annotations, field, value)
+    return message
 
 
 def meta_from_message(message: tool_pb2.ToolDefinition) -> ToolMeta:
     """The ToolMeta a ToolDefinition message describes; ``ValueError`` names what is wrong."""
+    output_schema = (
+        _schema(message.name, "output", message.output_schema_json)
+        if message.output_schema_json
+        else None
+    )
+    return ToolMeta(
+        message.name,
+        message.description,
+        _schema(message.name, "input", message.input_schema_json or "{}"),
+        title=message.title,
+        output_schema=output_schema,
+        annotations=_annotations(message.annotations)
+        if message.HasField("annotations")
+        else ToolAnnotations(),
+        requires_approval=message.requires_approval,
+    )
+
+
+def _annotations(message: tool_pb2.ToolAnnotations) -> ToolAnnotations:
+    def hint(field: Literal[
+        "read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint"
+    ]) -> bool | None:  # fmt: skip
+        return getattr(message, field) if message.HasField(field) else None
+
+    return ToolAnnotations(
+        hint("read_only_hint"),
+        hint("destructive_hint"),
+        hint("idempotent_hint"),
+        hint("open_world_hint"),
+    )
+
+
+def _schema(name: str, which: str, text: str) -> dict[str, object]:
     try:
-        schema: object = json.loads(message.input_schema_json or "{}")
+        schema: object = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as error:
         raise ValueError(
-            f"input_schema_json of tool '{message.name}' is not JSON ({error}); send a JSON "
-            "Schema object"
+            f"{which}_schema_json of tool '{name}' is not JSON ({error}); send a JSON Schema object"
         ) from None
     if not isinstance(schema, dict):
         raise ValueError(
-            f"input_schema_json of tool '{message.name}' is {type(schema).__name__}, not a JSON "
+            f"{which}_schema_json of tool '{name}' is {type(schema).__name__}, not a JSON "
             "object; send a JSON Schema object"
         )
-    return ToolMeta(message.name, message.description, cast("dict[str, object]", schema))
+    return cast("dict[str, object]", schema)
 
 
 def definitions_response(snapshot: DefinitionsSnapshot) -> bytes:

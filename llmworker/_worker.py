@@ -13,13 +13,15 @@ other registry changes (and the run time refuses them too). Like a Rust move, a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Generic, TypeVar, cast, final
 
 from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch, run_one_call
+from ._context import NO_METADATA
+from ._decisions import Decision
 from ._errors import ToolRegistryError, ToolServerError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook, ToolCall
-from ._tool import ToolDefinition
+from ._tool import ToolDefinition, ToolOutput
 from ._tool_meta import ToolMeta
 from ._tool_server import ToolServer, ToolServerHandle
 
@@ -90,7 +92,8 @@ class Worker(Generic[StateT]):
     async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
         """Run a batch: pre-hooks call by call, the calls concurrently, then post-hooks.
 
-        Returns ``Completed(results)`` in call order, or ``Paused`` when a pre-hook paused.
+        Returns ``Completed(results)`` in call order, or ``Paused`` when a tool requires
+        approval (checked for every call before any hook runs) or a pre-hook paused.
         An unknown tool or a failing tool gives an ``is_error`` result; a hook's
         ``Abort(reason)`` raises ``ToolBatchAborted``. Cancelling the caller cancels the
         tool calls in flight.
@@ -98,21 +101,54 @@ class Worker(Generic[StateT]):
         core = self._live()
         return await run_batch(core.handle, core.hooks, calls)
 
-    async def call_tool(self, name: str, input_json: str, *, call_id: str = "") -> str:
+    async def call_tool(
+        self,
+        name: str,
+        input_json: str,
+        *,
+        call_id: str = "",
+        metadata: Mapping[str, str] = NO_METADATA,
+        deadline: float | None = None,
+    ) -> str:
         """Run one call through the hooks, as ``call_tools`` would, and return its text.
 
         Raises like ``ToolServerHandle.call_tool``: ``ToolServerError.ToolNotFound``, or
         ``ToolServerError.ToolExecution`` with the tool's ``ToolError`` as ``__cause__``;
-        a hook's ``Abort(reason)`` raises ``ToolBatchAborted`` and a ``Pause()`` raises
-        ``ToolCallPaused``. Hooks see the call as ``ToolCall(call_id, name, input_json)``.
+        ``ToolServerError.ToolTimeout`` past ``deadline``; a hook's ``Abort(reason)``
+        raises ``ToolBatchAborted``, and a ``Pause()`` or a tool that requires approval
+        raises ``ToolCallPaused``. Hooks see ``ToolCall(call_id, name, input_json,
+        metadata, deadline)``.
         """
-        core = self._live()
-        return await run_one_call(core.handle, core.hooks, call_id, name, input_json)
+        output = await self.call_tool_output(
+            name, input_json, call_id=call_id, metadata=metadata, deadline=deadline
+        )
+        return output if isinstance(output, str) else output.text
 
-    async def resume(self, paused: Paused) -> BatchOutcome:
-        """Continue a batch that a pre-hook paused; each ``Paused`` resumes once."""
+    async def call_tool_output(
+        self,
+        name: str,
+        input_json: str,
+        *,
+        call_id: str = "",
+        metadata: Mapping[str, str] = NO_METADATA,
+        deadline: float | None = None,
+    ) -> str | ToolOutput:
+        """As ``call_tool``, keeping a structured result: a ``ToolOutput`` when the tool
+        gave one, else the text."""
+        core = self._live()
+        call = ToolCall(call_id, name, input_json, metadata, deadline)
+        return await run_one_call(core.handle, core.hooks, call)
+
+    async def resume(
+        self, paused: Paused, decisions: Mapping[str, Decision] | None = None
+    ) -> BatchOutcome:
+        """Continue a paused batch, once, after applying ``decisions`` by call id
+        (``Approve()``, ``Deny(reason)``, ``ApproveWithInput(input_json)``). A call awaiting
+        approval with no decision pauses the batch again; a denied one gets an error
+        result and never runs. ``WorkerError`` when a decision names no pending call (the
+        batch stays resumable)."""
         self._live()
-        return await resume_batch(paused)
+        return await resume_batch(paused, decisions or {})
 
     # -- Mutable only ------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import grpc
 import grpc.aio
-from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
 from llmworker import Mutable, Worker, tool_definitions
 from server.app import ServerApp

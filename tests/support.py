@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from llmworker import Tool, ToolDefinition, ToolFactory, ToolMeta
+from llmworker import Tool, ToolDefinition, ToolFactory, ToolMeta, ToolOutput
 
 __all__ = [
     "CounterTool",
@@ -14,7 +14,13 @@ __all__ = [
     "SleepTool",
     "counting_definition",
     "definition_of",
+    "text_of",
 ]
+
+
+def text_of(result: str | ToolOutput) -> str:
+    """The text of what ``Tool.execute`` returned."""
+    return result if isinstance(result, str) else result.text
 
 
 class EchoTool:

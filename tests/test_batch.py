@@ -189,7 +189,7 @@ async def test_skip_stops_later_hooks_and_the_call() -> None:
     )
     assert counter.count == 0
     assert results == [
-        ToolResult("1", "Tool 'count' was skipped by a pre-tool-call hook"),
+        ToolResult("1", "Tool 'count' was skipped by a pre-tool-call hook", skipped=True),
         ToolResult("2", "hi"),
     ]
     assert later == ["2", "post:2"]

@@ -159,7 +159,9 @@ async def test_a_hooks_abort_raises_tool_batch_aborted() -> None:
 async def test_a_pause_raises_tool_call_paused_which_resumes() -> None:
     worker = make_worker()
     worker.add_pre_tool_call_hook(lambda ctx: Pause())
-    with pytest.raises(ToolCallPaused, match="paused the call to 'echo'") as raised:
+    with pytest.raises(
+        ToolCallPaused, match="the call to 'echo' was paused by a pre-tool-call hook"
+    ) as raised:
         await worker.call_tool("echo", '{"x": 1}', call_id="c2")
     assert raised.value.paused.paused_call == ToolCall("c2", "echo", '{"x": 1}')
     outcome = await worker.resume(raised.value.paused)

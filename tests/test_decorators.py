@@ -23,6 +23,8 @@ from llmworker import (
     tool_registry,
 )
 
+from .support import text_of
+
 
 class Profile(BaseModel):
     name: str
@@ -84,7 +86,7 @@ class MyApp:
 
 async def run(factory: ToolFactory, arguments: str) -> str:
     _, tool_instance = factory()
-    return await tool_instance.execute(arguments)
+    return text_of(await tool_instance.execute(arguments))
 
 
 def test_generated_classes_are_attributes_with_pascal_case_names() -> None:
@@ -273,7 +275,7 @@ async def test_a_sync_tool_does_not_block_the_event_loop() -> None:
     await asyncio.sleep(0.01)
     answered: list[str] = []
     for index in range(20):
-        answered.append(await quick.execute(json.dumps({"n": index})))
+        answered.append(text_of(await quick.execute(json.dumps({"n": index}))))
     assert not slow_call.done(), "the 20 quick calls should finish while the slow one sleeps"
     assert answered == [str(index) for index in range(20)]
     assert await slow_call == "slow done"

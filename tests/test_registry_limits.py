@@ -267,7 +267,7 @@ async def misbehaving_provider(
 
 def _details(metadata: dict[str, str], reason: str = "CONCURRENCY_LIMIT") -> bytes:
     from google.protobuf import any_pb2
-    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+    from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
     detail = any_pb2.Any()
     detail.Pack(error_details_pb2.ErrorInfo(reason=reason, domain="llmworker", metadata=metadata))

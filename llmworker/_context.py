@@ -1,0 +1,113 @@
+"""What a tool knows about the call it is running: ``ToolContext`` and ``current_call()``.
+
+A decorator tool receives it by declaring a parameter annotated ``ToolContext`` (any name;
+it is not part of the input schema). Any tool reaches it during ``execute`` through
+``current_call()``:
+
+>>> async def execute(self, input_json: str) -> str:
+...     user = current_call().metadata.get("user", "anonymous")
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from typing import Final, final
+
+from ._errors import WorkerError
+
+__all__ = ["CallMetadata", "ToolContext", "current_call"]
+
+
+@final
+class CallMetadata(Mapping[str, str]):
+    """An immutable str -> str mapping of per-call context (user, conversation, a credential).
+
+    Its repr shows the keys only: values may be secrets, so they never reach a log that way.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, str] | None = None) -> None:
+        self._items: dict[str, str] = dict(items) if items else {}
+        for key, value in self._items.items():
+            if not isinstance(key, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"call metadata maps str to str; got {type(key).__name__} -> "
+                    f"{type(value).__name__}"
+                )
+
+    @classmethod
+    def of(cls, items: Mapping[str, str]) -> CallMetadata:
+        """``items`` itself if it already is a CallMetadata, else a frozen copy."""
+        return items if isinstance(items, CallMetadata) else cls(items)
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._items == dict(other)  # pyright: ignore[reportUnknownArgumentType]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __repr__(self) -> str:
+        return f"CallMetadata(keys={sorted(self._items)!r})"
+
+
+NO_METADATA: Final = CallMetadata()
+
+
+@final
+class ToolContext:
+    """The call a tool is running: its id, the tool's name, the caller's metadata and the
+    deadline (``time.monotonic()`` seconds, or None when the caller set none)."""
+
+    __slots__ = ("call_id", "deadline", "metadata", "tool_name")
+
+    def __init__(
+        self,
+        call_id: str,
+        tool_name: str,
+        metadata: CallMetadata = NO_METADATA,
+        deadline: float | None = None,
+    ) -> None:
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.metadata = metadata
+        self.deadline = deadline
+
+    def time_remaining(self) -> float | None:
+        """Seconds left before the call's deadline (0 once passed), or None without one."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(call_id={self.call_id!r}, tool_name={self.tool_name!r}, "
+            f"metadata={self.metadata!r}, deadline={self.deadline!r})"
+        )
+
+
+CURRENT_CALL: Final = ContextVar[ToolContext]("llmworker_current_call")
+
+
+def current_call() -> ToolContext:
+    """The context of the call the running tool executes; ``WorkerError`` outside a call."""
+    try:
+        return CURRENT_CALL.get()
+    except LookupError:
+        raise WorkerError(
+            "current_call() is only available while a tool executes (inside Tool.execute "
+            "called by a Worker, a ToolServerHandle or the server)"
+        ) from None
