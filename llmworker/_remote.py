@@ -11,14 +11,21 @@ raises what a local handle would. So hooks and application code run unchanged on
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import Final, Self, final
+from typing import Final, Self, cast, final
 
 import grpc
 import grpc.aio
 
+from ._batch import BatchOutcome, Paused
 from ._channel_owner import ChannelOwner
-from ._json import canonical_json
+from ._context import CURRENT_CALL
+from ._decisions import Decision
+from ._hooks import ToolCall
+from ._json import JsonObject, canonical_json
+from ._remote_batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
 from ._status import (
     CODES,
     TABLE_REASONS,
@@ -29,7 +36,7 @@ from ._status import (
     tool_error_from_rpc,
 )
 from ._text import shorten
-from ._tool import Tool
+from ._tool import Tool, ToolOutput
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot
 from ._wire import meta_from_message
@@ -81,16 +88,26 @@ class RemoteTool:
             response_deserializer=pb.CallToolResponse.FromString,
         )
 
-    async def execute(self, input_json: str) -> str:
+    async def execute(self, input_json: str) -> str | ToolOutput:
+        """Run the remote tool; the call's id, metadata and deadline (``current_call()``)
+        go with it."""
         request = pb.CallToolRequest(name=self.name, input_json=input_json)
+        timeout = self._timeout
+        context = CURRENT_CALL.get(None)
+        if context is not None:
+            request.call_id = context.call_id
+            request.metadata.update(context.metadata)
+            left = context.time_remaining()
+            if left is not None and (timeout is None or left < timeout):
+                timeout = left
         try:
-            response = await self._call(request, timeout=self._timeout)
+            response = await self._call(request, timeout=timeout)
         except grpc.aio.AioRpcError as rpc_error:
             error = tool_error_from_rpc(rpc_error)
             if isinstance(error, RemoteServiceError) and error.reason not in TABLE_REASONS:
                 raise self._provider_failure(error) from None
             raise error from None
-        return response.output
+        return _output(response)
 
     def _provider_failure(self, error: RemoteServiceError) -> RemoteServiceError:
         """A failure that came from gRPC or a server that is no llmworker server, under the
@@ -132,6 +149,16 @@ class RemoteToolServerHandle(ChannelOwner):
             _SERVICE + "CallTool",
             request_serializer=pb.CallToolRequest.SerializeToString,
             response_deserializer=pb.CallToolResponse.FromString,
+        )
+        self._call_tools = channel.unary_unary(
+            _SERVICE + "CallTools",
+            request_serializer=pb.CallToolsRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
+        )
+        self._resume = channel.unary_unary(
+            _SERVICE + "ResumeBatch",
+            request_serializer=pb.ResumeBatchRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
         )
 
     @classmethod
@@ -185,6 +212,34 @@ class RemoteToolServerHandle(ChannelOwner):
             raise error from error.__cause__
         return response.output
 
+    async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
+        """Run a batch on the server (CallTools), as ``Worker.call_tools`` runs one: the
+        server's hooks and approvals apply. A ``Paused`` outcome holds the server's resume
+        token; a hook's ``Abort`` raises ``ToolBatchAborted``."""
+        request = calls_request(calls)
+        return await self._batch(self._call_tools(request, timeout=self._call_timeout))
+
+    async def resume(
+        self, paused: Paused, decisions: Mapping[str, Decision] | None = None
+    ) -> BatchOutcome:
+        """Go on with a batch this server paused (ResumeBatch), as ``Worker.resume``."""
+        decisions = decisions or {}
+        token = paused.take(ResumeToken, decisions)
+        request = resume_request(token.token, decisions)
+        return await self._batch(self._resume(request, timeout=self._call_timeout))
+
+    async def _batch(self, answer: Awaitable[pb.CallToolsResponse]) -> BatchOutcome:
+        try:
+            response = await answer
+        except grpc.aio.AioRpcError as rpc_error:
+            error = error_from_rpc(rpc_error)
+            if isinstance(error, RemoteServiceError):
+                stopped = aborted(error)
+                if stopped is not None:
+                    raise stopped from None
+            raise error from error.__cause__
+        return outcome_of(response)
+
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """The cached definitions, sorted by name."""
         return self._cache.snapshot.definitions
@@ -192,6 +247,14 @@ class RemoteToolServerHandle(ChannelOwner):
     def definitions_snapshot(self) -> DefinitionsSnapshot:
         """The cached definitions with their canonical JSON and the server's fingerprint."""
         return self._cache.snapshot
+
+
+def _output(response: pb.CallToolResponse) -> str | ToolOutput:
+    if not response.structured_output_json:
+        return response.output
+    value: object = json.loads(response.structured_output_json)
+    structured = cast("JsonObject", value) if isinstance(value, dict) else None
+    return ToolOutput(response.output, structured)
 
 
 @final

@@ -1,0 +1,131 @@
+"""Batches over gRPC, as library values: CallTools and ResumeBatch messages to and from
+``ToolCall``, ``ToolResult``, ``Completed`` and ``Paused``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Final, cast, final
+
+import grpc
+
+from ._batch import BatchOutcome, Completed, Paused
+from ._decisions import Approve, ApproveWithInput, Decision, Deny
+from ._errors import ToolBatchAborted, ToolError, ToolRegistryError, ToolServerError
+from ._hooks import ToolCall, ToolResult
+from ._json import JsonObject
+from ._status import DETAILS_KEY, Reason, RemoteServiceError, tool_error_from_status
+from .v1 import tool_service_pb2 as pb
+
+__all__ = [
+    "ABORT_CALL_KEY",
+    "ABORT_REASON_KEY",
+    "ResumeToken",
+    "aborted",
+    "calls_request",
+    "outcome_of",
+    "resume_request",
+]
+
+ABORT_CALL_KEY: Final = "aborted_call_id"
+ABORT_REASON_KEY: Final = "abort_reason"
+_CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
+
+
+@final
+class ResumeToken:
+    """What resumes a batch paused on a server: its token."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+def calls_request(calls: Sequence[ToolCall]) -> pb.CallToolsRequest:
+    return pb.CallToolsRequest(
+        calls=[
+            pb.CallToolRequest(
+                name=call.name,
+                input_json=call.input_json,
+                call_id=call.id,
+                metadata=dict(call.metadata),
+            )
+            for call in calls
+        ]
+    )
+
+
+def resume_request(token: str, decisions: Mapping[str, Decision]) -> pb.ResumeBatchRequest:
+    messages: list[pb.CallDecision] = []
+    for call_id, decision in decisions.items():
+        match decision:
+            case Approve():
+                messages.append(pb.CallDecision(call_id=call_id, approve=pb.Approval()))
+            case Deny(reason):
+                messages.append(pb.CallDecision(call_id=call_id, deny=pb.Denial(reason=reason)))
+            case ApproveWithInput(input_json):
+                edited = pb.EditedApproval(input_json=input_json)
+                messages.append(pb.CallDecision(call_id=call_id, approve_with_input=edited))
+    return pb.ResumeBatchRequest(resume_token=token, decisions=messages)
+
+
+def outcome_of(response: pb.CallToolsResponse) -> BatchOutcome:
+    """The outcome a CallTools or ResumeBatch response carries."""
+    if response.WhichOneof("outcome") != "paused":
+        return Completed([_result(message) for message in response.completed.results])
+    paused = response.paused
+    pending = tuple(
+        ToolCall(call.call_id, call.name, call.input_json) for call in paused.pending_calls
+    )
+    by_id = {call.id: call for call in pending}
+    first = by_id.get(paused.paused_call_id) or (pending[0] if pending else ToolCall("", "", ""))
+    return Paused(
+        ResumeToken(paused.resume_token),
+        pending_calls=pending,
+        results=tuple(_result(message) for message in paused.results),
+        awaiting_approval=tuple(
+            call.call_id for call in paused.pending_calls if call.awaiting_approval
+        ),
+        paused_call=first,
+        reason=paused.reason,
+        resume_token=paused.resume_token,
+        expires_at=paused.expire_time.ToNanoseconds() / 1e9,
+    )
+
+
+def aborted(error: RemoteServiceError) -> ToolBatchAborted | None:
+    """The ``ToolBatchAborted`` a server's HOOK_ABORTED status stands for, if it is one."""
+    if error.reason != Reason.HOOK_ABORTED or ABORT_REASON_KEY not in error.metadata:
+        return None
+    return ToolBatchAborted(
+        error.metadata[ABORT_REASON_KEY], error.metadata.get(ABORT_CALL_KEY, "")
+    )
+
+
+def _result(message: pb.CallResult) -> ToolResult:
+    structured: JsonObject | None = None
+    if message.structured_output_json:
+        value: object = json.loads(message.structured_output_json)
+        structured = cast("JsonObject", value) if isinstance(value, dict) else None
+    error: ToolError | ToolServerError | None = None
+    if message.is_error:
+        error = _error(message)
+    return ToolResult(
+        message.call_id,
+        message.output,
+        is_error=message.is_error,
+        error=error,
+        structured=structured,
+        skipped=message.skipped,
+    )
+
+
+def _error(message: pb.CallResult) -> ToolError | ToolServerError:
+    status = message.error
+    code = _CODES.get(status.code, grpc.StatusCode.UNKNOWN)
+    trailers = ((DETAILS_KEY, status.SerializeToString()),)
+    error = tool_error_from_status(code, status.message, trailers)
+    if isinstance(error, ToolRegistryError):
+        return RemoteServiceError(code, "DUPLICATE_NAME", status.message, {})
+    return error
