@@ -58,6 +58,23 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
     ) -> pb.ListDefinitionsSortedResponse:
         return self._definitions
 
+    async def CallTools(
+        self,
+        request: pb.CallToolsRequest,
+        context: Context[pb.CallToolsRequest, pb.CallToolsResponse],
+    ) -> pb.CallToolsResponse:
+        results = [
+            pb.CallResult(call_id=call.call_id, output=call.input_json) for call in request.calls
+        ]
+        return pb.CallToolsResponse(completed=pb.CompletedBatch(results=results))
+
+    async def ResumeBatch(
+        self,
+        request: pb.ResumeBatchRequest,
+        context: Context[pb.ResumeBatchRequest, pb.CallToolsResponse],
+    ) -> pb.CallToolsResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the floor never pauses")
+
 
 def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:
     worker = Worker()

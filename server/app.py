@@ -20,6 +20,7 @@ from .config import ServerConfig, default_internal_socket
 from .demo_tools import DemoTools
 from .drain import DrainGate
 from .loading import load_definitions
+from .paused_batches import PausedBatches
 from .reflection import enable_reflection
 from .registry import Registry, RegistryService
 from .service import CallLimits, ToolService
@@ -53,6 +54,7 @@ class ServerApp:
             config.max_input_bytes,
             config.tool_max_input_bytes,
             config.max_message_bytes - 16,
+            config.max_batch_calls,
         )
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None
@@ -63,6 +65,7 @@ class ServerApp:
             self._call_log,
             redact_errors=config.redact_errors,
             gate=self._gate,
+            paused=PausedBatches(config.pause_ttl, config.max_paused_batches),
         )
         self._registry_service = RegistryService(
             self.registry, config.token, config.call_timeout, self._gate

@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument(
         "--demo",
         action="store_true",
-        help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_list, validate_order)",
+        help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_delete/kv_list, "
+        "validate_order, whoami)",
     )
 
     listen = parser.add_argument_group("listening")
@@ -232,6 +233,28 @@ def _parser() -> argparse.ArgumentParser:
         help="calls in flight beyond which callers get RESOURCE_EXHAUSTED (default %(default)s)",
     )
     calls.add_argument(
+        "--max-batch-calls",
+        type=int,
+        default=128,
+        metavar="N",
+        help="most calls one CallTools request may carry (default %(default)s)",
+    )
+    calls.add_argument(
+        "--pause-ttl",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="how long a paused batch's resume token stays valid (default %(default)s)",
+    )
+    calls.add_argument(
+        "--max-paused-batches",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="paused batches held in memory at once; beyond, CallTools answers "
+        "RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    calls.add_argument(
         "--grace",
         dest="grace_seconds",
         type=float,
@@ -291,6 +314,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         call_timeout=args.call_timeout or None,
         tool_timeouts=dict(args.tool_timeout),
         max_concurrent_calls=args.max_concurrent_calls,
+        max_batch_calls=args.max_batch_calls,
+        pause_ttl=args.pause_ttl,
+        max_paused_batches=args.max_paused_batches,
         max_message_bytes=args.max_message_bytes,
         max_input_bytes=args.max_input_bytes,
         tool_max_input_bytes=dict(args.tool_max_input_bytes),

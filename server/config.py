@@ -33,6 +33,9 @@ class ServerConfig:
     call_timeout: float | None = 30.0
     tool_timeouts: dict[str, float] = field(default_factory=dict[str, float])
     max_concurrent_calls: int = 1024
+    max_batch_calls: int = 128
+    pause_ttl: float = 900.0
+    max_paused_batches: int = 1000
     max_message_bytes: int = 4 * 1024 * 1024
     max_input_bytes: int = 1024 * 1024
     tool_max_input_bytes: dict[str, int] = field(default_factory=dict[str, int])
@@ -66,6 +69,8 @@ class ServerConfig:
             ("--max-message-bytes", self.max_message_bytes),
             ("--max-input-bytes", self.max_input_bytes),
             ("--max-concurrent-streams", self.max_concurrent_streams),
+            ("--max-batch-calls", self.max_batch_calls),
+            ("--max-paused-batches", self.max_paused_batches),
             *((f"--tool-max-input-bytes {name}", limit)
               for name, limit in self.tool_max_input_bytes.items()),
         ]:  # fmt: skip
@@ -75,6 +80,7 @@ class ServerConfig:
         timeouts += [
             (f"--tool-timeout {name}", value) for name, value in self.tool_timeouts.items()
         ]
+        timeouts.append(("--pause-ttl", self.pause_ttl))
         for flag, seconds in timeouts:
             if not 0 < seconds < float("inf"):  # also refuses NaN
                 raise ValueError(f"{flag} must be a positive number of seconds")

@@ -1,5 +1,6 @@
 """The demo tool set that ``make run`` serves: echo, a calculator, a clock, a key-value store
-and an order validator, all written with the decorators."""
+(whose deletes need a person's approval), an order validator and ``whoami``, which reports
+the call's context; all written with the decorators."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from llmworker import ToolError, description, tool, tool_registry
+from llmworker import ToolContext, ToolError, description, tool, tool_registry
 
-__all__ = ["DemoTools", "Order"]
+__all__ = ["CallIdentity", "DemoTools", "Order"]
 
 _BINARY: Final[dict[type[ast.operator], Callable[[float, float], float]]] = {
     ast.Add: lambda a, b: a + b,
@@ -53,6 +54,15 @@ class Order(BaseModel):
     lines: Annotated[list[OrderLine], Field(min_length=1, max_length=100)]
     ship_to: Address
     priority: Literal["standard", "express"] = "standard"
+
+
+class CallIdentity(BaseModel):
+    """Who called, as the tool sees it."""
+
+    call_id: str
+    tool: str
+    metadata: dict[str, str]
+    seconds_left: float | None
 
 
 @tool_registry
@@ -131,6 +141,29 @@ class DemoTools:
             return self._store[key]
         except KeyError:
             raise ToolError.ExecutionFailed(f"no value under key {key!r}; set it first") from None
+
+    @tool(title="Delete a key", destructive=True, idempotent=True, requires_approval=True)
+    async def kv_delete(self, key: str) -> str:
+        """Delete the value under a key: "deleted", or "absent" when there was none. A
+        person approves each call first."""
+        async with self._lock:
+            value = self._store.pop(key, None)
+            if value is None:
+                return "absent"
+            self._stored -= len(key) + len(value)
+        return "deleted"
+
+    @tool(title="Who am I", read_only=True, idempotent=True, open_world=False)
+    async def whoami(self, context: ToolContext) -> CallIdentity:
+        """Report the call as the tool sees it: its id, the tool, the caller's metadata and
+        the seconds left before its deadline."""
+        left = context.time_remaining()
+        return CallIdentity(
+            call_id=context.call_id,
+            tool=context.tool_name,
+            metadata=dict(context.metadata),
+            seconds_left=None if left is None else round(left, 3),
+        )
 
     @tool
     async def kv_list(self) -> list[str]:

@@ -1,4 +1,5 @@
-"""The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted."""
+"""The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted, and
+(through ``BatchCalls``) CallTools and ResumeBatch."""
 
 from __future__ import annotations
 
@@ -11,16 +12,27 @@ from typing import Final
 
 import grpc.aio
 
-from llmworker import ToolBatchAborted, ToolCallPaused, ToolError, ToolServerError
+from llmworker import (
+    ToolBatchAborted,
+    ToolCallPaused,
+    ToolError,
+    ToolOutput,
+    ToolServerError,
+    canonical_json,
+)
+from llmworker._errors import ToolTimeout
 from llmworker._status import ErrorStatus, Reason, status_of
 from llmworker._text import message_of, shorten
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_message, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 
+from .batches import BatchCalls
 from .call_log import CallLog
+from .call_requests import aborted_status, call_metadata, call_problem
 from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
+from .paused_batches import PausedBatches
 from .registry import Registry
 from .rpc import (
     SHUTTING_DOWN,
@@ -33,7 +45,6 @@ from .rpc import (
     is_requested_cancel,
     unary,
 )
-from .timeouts import TimeoutWatchdog
 
 __all__ = ["CallLimits", "ToolService"]
 
@@ -54,6 +65,7 @@ class CallLimits:
     max_input_bytes: int = 1024 * 1024
     tool_max_input_bytes: Mapping[str, int] = field(default_factory=dict[str, int])
     max_output_bytes: int = 4 * 1024 * 1024 - 16  # the message limit less the field's framing
+    max_batch_calls: int = 128
 
     def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
         """The server's timeout for a call to ``tool`` when it ends the call before the
@@ -62,6 +74,17 @@ class CallLimits:
         if timeout is None or (deadline_remaining is not None and deadline_remaining <= timeout):
             return None
         return timeout
+
+    def deadline(self, tool: str, deadline_remaining: float | None) -> tuple[float | None, bool]:
+        """The ``time.monotonic()`` deadline of a call to ``tool`` starting now (the
+        server's timeout or the client's deadline, whichever comes first; None for none),
+        and whether it is the server's."""
+        timeout = self.server_timeout(tool, deadline_remaining)
+        if timeout is not None:
+            return time.monotonic() + timeout, True
+        if deadline_remaining is not None:
+            return time.monotonic() + deadline_remaining, False
+        return None, False
 
     def input_too_large(self, tool: str, input_json: str) -> ErrorStatus | None:
         """The refusal of an input over the tool's limit, or None when it fits."""
@@ -91,6 +114,7 @@ class ToolService:
         *,
         redact_errors: bool = False,
         gate: DrainGate | None = None,
+        paused: PausedBatches | None = None,
     ) -> None:
         self._registry = registry
         self._limits = limits
@@ -106,7 +130,19 @@ class ToolService:
         self._output_surely_fits = limits.max_output_bytes // 4
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
-        self._watchdog = TimeoutWatchdog()
+        self._batches = BatchCalls(self, registry, paused or PausedBatches(900.0, 1000))
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
+
+    @property
+    def limits(self) -> CallLimits:
+        return self._limits
+
+    @property
+    def call_log(self) -> CallLog | None:
+        return self._call_log
 
     def add_to(self, server: grpc.aio.Server) -> None:
         add_service(
@@ -128,6 +164,16 @@ class ToolService:
                     pb.ListDefinitionsSortedRequest.FromString,
                     _as_is,
                 ),
+                "CallTools": unary(
+                    guarded(self._batches.call_tools, "CallTools", self._gate),
+                    pb.CallToolsRequest.FromString,
+                    pb.CallToolsResponse.SerializeToString,
+                ),
+                "ResumeBatch": unary(
+                    guarded(self._batches.resume_batch, "ResumeBatch", self._gate),
+                    pb.ResumeBatchRequest.FromString,
+                    pb.CallToolsResponse.SerializeToString,
+                ),
             },
         )
 
@@ -135,6 +181,20 @@ class ToolService:
     def in_flight(self) -> int:
         """Calls running now."""
         return self._in_flight
+
+    def reserve(self, calls: int, name: str) -> ErrorStatus | None:
+        """Count ``calls`` in flight, or the refusal when they would pass the limit."""
+        if self._in_flight + calls > self._limits.max_concurrent_calls:
+            return self._over_limit(name, calls)
+        self._in_flight += calls
+        return None
+
+    def release(self, calls: int) -> None:
+        self._in_flight -= calls
+
+    def next_call_id(self) -> str:
+        """A fresh id the server logs unexpected failures under."""
+        return str(next(self._call_ids))
 
     async def wait_idle(self, poll: float = 0.01) -> None:
         """Return once no call is running or held (polled: the call path stays free of it)."""
@@ -183,56 +243,68 @@ class ToolService:
             too_large = self._limits.input_too_large(name, input_json)
             if too_large is not None:
                 await abort(context, too_large)
+        if request.call_id or request.metadata:
+            problem = call_problem(request)
+            if problem is not None:
+                await abort(context, problem)
         if self._in_flight >= self._limits.max_concurrent_calls:
-            await abort(context, self._over_limit(name))
-        timeout = self._limits.server_timeout(name, context.time_remaining())
-        watched = None if timeout is None else self._watch(timeout)
+            await abort(context, self._over_limit(name, 1))
+        deadline, server_timeout = self._limits.deadline(name, context.time_remaining())
         self._in_flight += 1
         started = time.perf_counter()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
         call_id = str(next(self._call_ids))
         try:
-            output = await self._registry.worker.call_tool(name, input_json, call_id=call_id)
-            if len(output) > self._output_surely_fits:
-                self._check_output_size(name, output)
-            try:
-                response = pb.CallToolResponse(output=output)
-            except UnicodeEncodeError as error:
-                failure = _not_unicode(name, error)
-                raise failure from failure.__cause__
+            output = await self._registry.worker.call_tool_output(
+                name,
+                input_json,
+                call_id=request.call_id or call_id,
+                metadata=call_metadata(request),
+                deadline=deadline,
+            )
+            response = self.response_of(name, output)
             label = "OK"
             return response
+        except ToolServerError.ToolTimeout as error:
+            status = self._timed_out(name, error, server_timeout)
         except ToolServerError as error:
-            status = self._failed(name, call_id, error)
-        except ToolCallPaused:
-            status = ErrorStatus.of(
-                Reason.HOOK_ABORTED,
-                f"a pre-tool-call hook paused the call to '{shorten(name)}'; pausing cannot be "
-                "resumed over gRPC",
-                tool=shorten(name),
-            )
+            status = self.failed(name, call_id, error)
+        except ToolCallPaused as paused:
+            status = _paused_status(name, paused)
         except ToolBatchAborted as error:
-            status = ErrorStatus.of(Reason.HOOK_ABORTED, str(error), tool=shorten(name))
+            status = aborted_status(error, name)
         except asyncio.CancelledError as error:
-            if watched is not None and self._watchdog.finish(watched[0]):
-                watched[0].uncancel()
-                status = _timed_out(name, watched[1])
-            elif is_requested_cancel():
+            if is_requested_cancel():
                 raise  # the client cancelled, or its deadline passed
-            else:  # a CancelledError nobody asked for: a defect in a hook
-                status = self._crashed(name, call_id, error)
+            status = self.crashed(name, call_id, error)  # nobody asked: a defect in a hook
         except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = self._crashed(name, call_id, error)
+            status = self.crashed(name, call_id, error)
         finally:
-            if watched is not None:
-                self._watchdog.finish(watched[0])
             self._in_flight -= 1
             if self._call_log is not None:
                 label = label if status is None else status.code.name
                 self._call_log.record(name, label, started)
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
+
+    def response_of(self, name: str, output: str | ToolOutput) -> pb.CallToolResponse:
+        """The response carrying a result; ``ToolServerError`` (the tool's internal error)
+        when it is too large or not Unicode."""
+        text, structured = (output, "") if isinstance(output, str) else _parts(name, output)
+        if len(text) + len(structured) > self._output_surely_fits:
+            self._check_output_size(name, text + structured)
+        try:
+            return pb.CallToolResponse(output=text, structured_output_json=structured)
+        except UnicodeEncodeError as error:
+            failure = _not_unicode(name, error)
+            raise failure from failure.__cause__
+
+    def _timed_out(self, name: str, error: ToolTimeout, server_timeout: bool) -> ErrorStatus:
+        if not server_timeout:  # the client's own deadline: it is gone already
+            return status_of(error, name)
+        timeout = self._limits.server_timeout(name, None)
+        return _timed_out(name, error.seconds if timeout is None else timeout)
 
     def _check_output_size(self, name: str, output: str) -> None:
         size, limit = len(output.encode(errors="replace")), self._limits.max_output_bytes
@@ -243,13 +315,15 @@ class ToolService:
                 "server and its clients"
             )
 
-    def _failed(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
+    def failed(self, name: str, call_id: str, error: ToolError | ToolServerError) -> ErrorStatus:
+        """The status answering ``error`` from a call to ``name``; an unexpected failure
+        behind it is logged under ``call_id``."""
         try:
             return self._answer(name, call_id, error)
         except BaseException as problem:  # what the tool raised defeats the mapping: still answer
-            return self._crashed(name, call_id, problem)
+            return self.crashed(name, call_id, problem)
 
-    def _answer(self, name: str, call_id: str, error: ToolServerError) -> ErrorStatus:
+    def _answer(self, name: str, call_id: str, error: ToolError | ToolServerError) -> ErrorStatus:
         status = status_of(error, name)
         cause = unexpected_cause(error)
         if cause is None:
@@ -262,7 +336,8 @@ class ToolService:
         metadata["tool_error"] = hidden
         return ErrorStatus(status.code, status.reason, f"Tool execution failed: {hidden}", metadata)
 
-    def _crashed(self, name: str, call_id: str, error: BaseException) -> ErrorStatus:
+    def crashed(self, name: str, call_id: str, error: BaseException) -> ErrorStatus:
+        """The status answering a crash in a hook or the worker, logged under ``call_id``."""
         self._failures.report(name, call_id, error)
         detail = "" if self._redact else f": {type(error).__name__}: {message_of(error)}"
         return ErrorStatus.of(
@@ -273,21 +348,43 @@ class ToolService:
             call_id=call_id,
         )
 
-    def _watch(self, timeout: float) -> tuple[asyncio.Task[object], float]:
-        """Have the watchdog cancel this call after ``timeout`` seconds, the server's timeout
-        (gRPC itself cancels the call at the client's deadline)."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._watchdog.watch(task, timeout)
-        return task, timeout
-
-    def _over_limit(self, name: str) -> ErrorStatus:
+    def _over_limit(self, name: str, calls: int) -> ErrorStatus:
+        limit = self._limits.max_concurrent_calls
+        more = "" if calls == 1 else f" and this batch has {calls} calls"
         return ErrorStatus.of(
             Reason.CONCURRENCY_LIMIT,
-            f"{self._in_flight} calls are in flight, the server's limit; retry with backoff or "
-            "raise --max-concurrent-calls",
+            f"{self._in_flight} calls are in flight{more}, the server's limit is {limit}; "
+            "retry with backoff, send smaller batches, or raise --max-concurrent-calls",
             tool=shorten(name),
         )
+
+
+def _parts(name: str, output: ToolOutput) -> tuple[str, str]:
+    if output.structured is None:
+        return output.text, ""
+    try:
+        return output.text, canonical_json(output.structured).decode()
+    except (TypeError, ValueError) as error:
+        raise _tool_internal(
+            f"the structured result of '{shorten(name)}' is not JSON ({error}); return a JSON "
+            "object"
+        ) from None
+
+
+def _paused_status(name: str, paused: ToolCallPaused) -> ErrorStatus:
+    if paused.paused.awaiting_approval:
+        return ErrorStatus.of(
+            Reason.APPROVAL_REQUIRED,
+            f"Tool '{shorten(name)}' requires approval; send the call with CallTools, which "
+            "pauses for a person's decision and goes on with ResumeBatch",
+            tool=shorten(name),
+        )
+    return ErrorStatus.of(
+        Reason.HOOK_ABORTED,
+        f"a pre-tool-call hook paused the call to '{shorten(name)}'; a paused call resumes "
+        "only in a batch: send it with CallTools",
+        tool=shorten(name),
+    )
 
 
 def _not_unicode(name: str, error: UnicodeEncodeError) -> ToolServerError:

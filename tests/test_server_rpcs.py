@@ -286,7 +286,7 @@ async def test_calls_go_through_the_workers_hooks() -> None:
             assert failure.message.endswith(": forbidden words")
             failure = await call_failure(stub, "echo", '{"text": "pause"}')
             assert failure.reason == "HOOK_ABORTED"
-            assert "pausing cannot be resumed over gRPC" in failure.message
+            assert "send it with CallTools" in failure.message
             ok = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "ok"}'))
             assert ok.output == "ok"
     finally:

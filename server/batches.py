@@ -1,0 +1,305 @@
+"""CallTools and ResumeBatch: one model turn's calls as a batch, paused for approval.
+
+A batch runs exactly as ``Worker.call_tools`` on the server's worker. A paused one is held
+in ``PausedBatches`` under a single-use token until ResumeBatch brings the decisions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from llmworker import (
+    Approve,
+    ApproveWithInput,
+    BatchOutcome,
+    Completed,
+    Decision,
+    Deny,
+    Paused,
+    ToolBatchAborted,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+    ToolServerError,
+)
+from llmworker._status import ErrorStatus, Reason
+from llmworker._text import shorten
+from llmworker.v1 import tool_service_pb2 as pb
+
+from .call_requests import aborted_status, call_metadata, call_problem
+from .paused_batches import HeldBatch, PausedBatches
+from .registry import Registry
+from .rpc import Context, MalformedRequest, abort, abort_malformed
+
+if TYPE_CHECKING:
+    from .service import ToolService
+
+__all__ = ["BatchCalls"]
+
+_MAX_DENY_REASON_BYTES: Final = 1024
+_UNKNOWN_TOKEN: Final = ErrorStatus.of(
+    Reason.RESUME_TOKEN_UNKNOWN,
+    "the resume token is unknown, expired or already used (paused batches live in one "
+    "server's memory for --pause-ttl); send the calls again with CallTools",
+)
+
+
+class BatchCalls:
+    """The batch RPCs of a ToolService, sharing its limits, in-flight count and errors."""
+
+    def __init__(self, service: ToolService, registry: Registry, paused: PausedBatches):
+        self._service = service
+        self._registry = registry
+        self._paused = paused
+
+    @property
+    def paused(self) -> PausedBatches:
+        return self._paused
+
+    async def call_tools(
+        self, request: pb.CallToolsRequest | MalformedRequest, context: Context
+    ) -> pb.CallToolsResponse:
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        problem = self._batch_problem(request)
+        if problem is not None:
+            await abort(context, problem)
+        remaining = context.time_remaining()
+        limits = self._service.limits
+        calls = [
+            ToolCall(
+                message.call_id,
+                message.name,
+                message.input_json,
+                call_metadata(message),
+                limits.deadline(message.name, remaining)[0],
+            )
+            for message in request.calls
+        ]
+        names = {call.id: call.name for call in calls}
+        return await self._run(context, len(calls), names, calls[0].name, calls, None)
+
+    async def resume_batch(
+        self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
+    ) -> pb.CallToolsResponse:
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        held = self._paused.find(request.resume_token)
+        if held is None:
+            await abort(context, _UNKNOWN_TOKEN)
+        decisions, problem = self._decisions(request, held)
+        if problem is not None:
+            await abort(context, problem)  # the token stays usable
+        self._paused.take(request.resume_token)
+        remaining = context.time_remaining()
+        for call in held.paused.pending_calls:  # the deadlines start again now
+            call.deadline = self._service.limits.deadline(call.name, remaining)[0]
+        pending = len(held.paused.pending_calls)
+        first = held.paused.paused_call.name
+        return await self._run(context, pending, held.names, first, held.paused, decisions)
+
+    async def _run(
+        self,
+        context: Context,
+        count: int,
+        names: dict[str, str],
+        first: str,
+        work: list[ToolCall] | Paused,
+        decisions: Mapping[str, Decision] | None,
+    ) -> pb.CallToolsResponse:
+        refused = self._service.reserve(count, first)
+        if refused is not None:
+            await abort(context, refused)
+        started = time.perf_counter()
+        worker = self._registry.worker
+        try:
+            if isinstance(work, Paused):
+                outcome: BatchOutcome = await worker.resume(work, decisions)
+            else:
+                outcome = await worker.call_tools(work)
+        except ToolBatchAborted as error:
+            await abort(context, aborted_status(error, ""))
+        finally:
+            self._service.release(count)
+        if isinstance(outcome, Completed):
+            self._log(outcome.results, names, started)
+            return pb.CallToolsResponse(completed=self._completed(outcome.results, names))
+        held = self._paused.hold(outcome, names)
+        if held is None:
+            await abort(context, self._full())
+        token, record = held
+        return pb.CallToolsResponse(paused=self._paused_message(token, record))
+
+    def _batch_problem(self, request: pb.CallToolsRequest) -> ErrorStatus | None:
+        calls = request.calls
+        limit = self._service.limits.max_batch_calls
+        if not calls:
+            return _invalid("the batch has no calls; send at least one CallToolRequest")
+        if len(calls) > limit:
+            return _invalid(
+                f"the batch has {len(calls)} calls; this server takes at most {limit} "
+                "(--max-batch-calls); split it"
+            )
+        seen: set[str] = set()
+        for index, call in enumerate(calls):
+            if not call.name:
+                return _invalid(f"call {index} of the batch has an empty tool name")
+            if not call.call_id:
+                return _invalid(
+                    f"call {index} of the batch (to '{shorten(call.name)}') has no call_id; "
+                    "every call of a batch needs one, unique in the batch"
+                )
+            if call.call_id in seen:
+                return _invalid(
+                    f"call_id {shorten(repr(call.call_id))} appears twice in the batch; "
+                    "call ids must be unique in a batch"
+                )
+            seen.add(call.call_id)
+            problem = call_problem(call) or self._service.limits.input_too_large(
+                call.name, call.input_json
+            )
+            if problem is not None:
+                return problem
+        return None
+
+    def _decisions(
+        self, request: pb.ResumeBatchRequest, held: HeldBatch
+    ) -> tuple[dict[str, Decision], ErrorStatus | None]:
+        pending = {call.id: call.name for call in held.paused.pending_calls}
+        decisions: dict[str, Decision] = {}
+        for message in request.decisions:
+            call_id = message.call_id
+            if call_id not in pending:
+                return decisions, _invalid(
+                    f"a decision names call {shorten(repr(call_id))}, which is not pending in "
+                    "this batch; decide on the call ids in PausedBatch.pending_calls"
+                )
+            if call_id in decisions:
+                return decisions, _invalid(
+                    f"call {shorten(repr(call_id))} has two decisions; send one per call"
+                )
+            kind = message.WhichOneof("decision")
+            if kind == "approve":
+                decisions[call_id] = Approve()
+            elif kind == "deny":
+                reason = message.deny.reason
+                if len(reason.encode()) > _MAX_DENY_REASON_BYTES:
+                    return decisions, _invalid(
+                        f"the reason denying call {shorten(repr(call_id))} is over "
+                        f"{_MAX_DENY_REASON_BYTES} bytes; say it shorter"
+                    )
+                decisions[call_id] = Deny(reason)
+            elif kind == "approve_with_input":
+                edited = message.approve_with_input.input_json
+                too_large = self._service.limits.input_too_large(pending[call_id], edited)
+                if too_large is not None:
+                    return decisions, too_large
+                decisions[call_id] = ApproveWithInput(edited)
+            else:
+                return decisions, _invalid(
+                    f"the decision for call {shorten(repr(call_id))} sets none of approve, "
+                    "deny or approve_with_input"
+                )
+        return decisions, None
+
+    def _completed(self, results: list[ToolResult], names: dict[str, str]) -> pb.CompletedBatch:
+        messages = [self._result(result, names.get(result.call_id, "")) for result in results]
+        batch = pb.CompletedBatch(results=messages)
+        limit = self._service.limits.max_output_bytes
+        by_size = sorted(messages, key=lambda message: message.ByteSize(), reverse=True)
+        for message in by_size:  # over the message limit: drop the largest outputs first
+            size = batch.ByteSize()
+            if size <= limit:
+                break
+            dropped = message.ByteSize()
+            name = names.get(message.call_id, "")
+            message.CopyFrom(
+                self._error(
+                    message.call_id,
+                    name,
+                    _internal(
+                        f"the batch's results are {size} bytes, over the {limit} a response may "
+                        f"carry (--max-message-bytes); this result of '{shorten(name)}' "
+                        f"({dropped} bytes) was dropped: send fewer or smaller calls per batch"
+                    ),
+                )
+            )
+        return batch
+
+    def _result(self, result: ToolResult, name: str) -> pb.CallResult:
+        if result.is_error:
+            error = result.error or ToolError.ExecutionFailed(result.content)
+            message = self._error(result.call_id, name, error)
+            message.output = result.content
+            return message
+        try:
+            output = self._service.response_of(name, ToolOutput(result.content, result.structured))
+            return pb.CallResult(
+                call_id=result.call_id,
+                output=output.output,
+                structured_output_json=output.structured_output_json,
+                skipped=result.skipped,
+            )
+        except ToolServerError as error:  # too large, or not Unicode
+            return self._error(result.call_id, name, error)
+
+    def _error(self, call_id: str, name: str, error: ToolError | ToolServerError) -> pb.CallResult:
+        status = self._service.failed(name, self._service.next_call_id(), error)
+        return pb.CallResult(
+            call_id=call_id, output=status.message, is_error=True, error=status.to_proto()
+        )
+
+    def _paused_message(self, token: str, held: HeldBatch) -> pb.PausedBatch:
+        paused = held.paused
+        awaiting = set(paused.awaiting_approval)
+        expire_time = Timestamp()
+        expire_time.FromNanoseconds(int(held.expires_at * 1e9))
+        return pb.PausedBatch(
+            resume_token=token,
+            pending_calls=[
+                pb.PendingCall(
+                    call_id=call.id,
+                    name=call.name,
+                    input_json=call.input_json,
+                    awaiting_approval=call.id in awaiting,
+                )
+                for call in paused.pending_calls
+            ],
+            results=[self._result(result, held.names.get(result.call_id, ""))
+                     for result in paused.results],
+            reason=paused.reason,
+            paused_call_id=paused.paused_call.id,
+            expire_time=expire_time,
+        )  # fmt: skip
+
+    def _full(self) -> ErrorStatus:
+        return ErrorStatus.of(
+            Reason.PAUSED_BATCHES_FULL,
+            f"the server holds {len(self._paused)} paused batches (--max-paused-batches "
+            f"{self._paused.limit}, {self._paused.max_bytes} bytes of inputs); nothing ran: "
+            "resume or abandon paused batches, retry later, or raise the limit",
+        )
+
+    def _log(self, results: list[ToolResult], names: dict[str, str], started: float) -> None:
+        log = self._service.call_log
+        if log is None:
+            return
+        for result in results:
+            label = "OK" if not result.is_error else "ERROR"
+            log.record(names.get(result.call_id, ""), label, started)
+
+
+def _invalid(message: str) -> ErrorStatus:
+    return ErrorStatus.of(Reason.INVALID_REQUEST, message)
+
+
+def _internal(message: str) -> ToolServerError:
+    internal = ToolError.Internal(message)
+    error = ToolServerError.ToolExecution(str(internal))
+    error.__cause__ = internal
+    return error

@@ -1,0 +1,91 @@
+"""Paused batches held between CallTools and ResumeBatch, behind single-use tokens.
+
+A token is ``<id>.<secret>``: the id finds the batch, the secret is compared in constant
+time. Batches live in this process's memory only (a restart forgets them), for at most
+``ttl`` seconds, and at most ``limit`` of them and ``max_bytes`` of their inputs at once.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Final
+
+from llmworker import Paused
+
+__all__ = ["HeldBatch", "PausedBatches"]
+
+_MAX_TOKEN_CHARS: Final = 128
+
+
+@dataclass(slots=True)
+class HeldBatch:
+    """A paused batch, the tool name of each of its calls, and when it expires."""
+
+    paused: Paused
+    names: dict[str, str]
+    size: int
+    secret: str
+    expires: float  # time.monotonic()
+    expires_at: float  # seconds since the epoch, for the client
+
+
+class PausedBatches:
+    """Paused batches by token, bounded in count, bytes and age."""
+
+    def __init__(self, ttl: float, limit: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.ttl = ttl
+        self.limit = limit
+        self.max_bytes = max_bytes
+        self._held: dict[str, HeldBatch] = {}
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        self._sweep()
+        return len(self._held)
+
+    def hold(self, paused: Paused, names: dict[str, str]) -> tuple[str, HeldBatch] | None:
+        """Keep ``paused``; its token and record, or None when the store is full."""
+        self._sweep()
+        size = sum(
+            len(call.input_json) + sum(len(k) + len(v) for k, v in call.metadata.items())
+            for call in paused.pending_calls
+        )
+        if len(self._held) >= self.limit or self._bytes + size > self.max_bytes:
+            return None
+        key, secret = secrets.token_hex(8), secrets.token_urlsafe(24)
+        now = time.monotonic()
+        held = HeldBatch(paused, names, size, secret, now + self.ttl, time.time() + self.ttl)
+        self._held[key] = held
+        self._bytes += size
+        return f"{key}.{secret}", held
+
+    def find(self, token: str) -> HeldBatch | None:
+        """The batch ``token`` names, if it is known and not expired (it stays held)."""
+        key, _, secret = token[:_MAX_TOKEN_CHARS].partition(".")
+        held = self._held.get(key)
+        if held is None or not hmac.compare_digest(held.secret.encode(), secret.encode()):
+            return None
+        if held.expires <= time.monotonic():
+            self._drop(key)
+            return None
+        return held
+
+    def take(self, token: str) -> HeldBatch | None:
+        """As ``find``, and forget the batch: a token resumes once."""
+        held = self.find(token)
+        if held is not None:
+            self._drop(token.partition(".")[0])
+        return held
+
+    def _drop(self, key: str) -> None:
+        held = self._held.pop(key, None)
+        if held is not None:
+            self._bytes -= held.size
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for key in [key for key, held in self._held.items() if held.expires <= now]:
+            self._drop(key)
