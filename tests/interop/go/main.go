@@ -2,11 +2,13 @@
 //
 //	interop client   -target HOST:PORT -fingerprint HEX
 //	interop provider -registry unix:///path.sock -token TOKEN
+//	interop agent    -target HOST:PORT
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
-// provider serves the Go tool "go_reverse", registers it with a server's internal
-// ToolRegistry, prints "READY <port>" and serves until SIGTERM.
+// provider serves the Go tools "go_reverse" and "go_whoami", registers them with a server's
+// internal ToolRegistry, prints "READY <port>" and serves until SIGTERM. The agent checks the
+// agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
 package main
 
 import (
@@ -17,7 +19,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -34,8 +36,13 @@ func main() {
 		token := flags.String("token", "", "the server's registry token")
 		_ = flags.Parse(os.Args[2:])
 		err = runProvider(*registry, *token)
+	case "agent":
+		flags := flag.NewFlagSet("agent", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		_ = flags.Parse(os.Args[2:])
+		err = runAgent(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client or provider", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider or agent", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)

@@ -20,7 +20,11 @@ import (
 	pb "llmworker/interop/gen/llmworker/v1"
 )
 
-const toolName = "go_reverse"
+// The tools the provider serves.
+const (
+	reverseName = "go_reverse"
+	whoamiName  = "go_whoami"
+)
 
 // toolError answers like an llmworker ToolError.InvalidArgument, so the front server (and
 // its Python clients) rebuild the same variant.
@@ -29,7 +33,7 @@ func toolError(message string) error {
 	st, err := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   "TOOL_INVALID_ARGUMENT",
 		Domain:   "llmworker",
-		Metadata: map[string]string{"tool": toolName, "tool_error": message},
+		Metadata: map[string]string{"tool": reverseName, "tool_error": message},
 	})
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
@@ -37,14 +41,22 @@ func toolError(message string) error {
 	return st.Err()
 }
 
-type reverser struct {
+type tools struct {
 	pb.UnimplementedToolServiceServer
 }
 
-func (reverser) CallTool(_ context.Context, request *pb.CallToolRequest) (*pb.CallToolResponse, error) {
-	if request.Name != toolName {
-		return nil, status.Errorf(codes.NotFound, "Tool '%s' not found", request.Name)
+func (tools) CallTool(_ context.Context, request *pb.CallToolRequest) (*pb.CallToolResponse, error) {
+	switch request.Name {
+	case reverseName:
+		return reverse(request)
+	case whoamiName:
+		return whoami(request), nil
 	}
+	return nil, status.Errorf(codes.NotFound, "Tool '%s' not found", request.Name)
+}
+
+// reverse reverses the input's text.
+func reverse(request *pb.CallToolRequest) (*pb.CallToolResponse, error) {
 	var arguments struct {
 		Text *string `json:"text"`
 	}
@@ -61,13 +73,27 @@ func (reverser) CallTool(_ context.Context, request *pb.CallToolRequest) (*pb.Ca
 	return &pb.CallToolResponse{Output: string(runes)}, nil
 }
 
+// whoami reports the call id and metadata the provider received, as JSON.
+func whoami(request *pb.CallToolRequest) *pb.CallToolResponse {
+	metadata := request.Metadata
+	if metadata == nil {
+		metadata = map[string]string{} // {} rather than null
+	}
+	// A string and a map of strings always marshal.
+	output, _ := json.Marshal(struct {
+		CallID   string            `json:"call_id"`
+		Metadata map[string]string `json:"metadata"`
+	}{request.CallId, metadata})
+	return &pb.CallToolResponse{Output: string(output)}
+}
+
 func runProvider(registryTarget, token string) error {
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	server := grpc.NewServer()
-	pb.RegisterToolServiceServer(server, reverser{})
+	pb.RegisterToolServiceServer(server, tools{})
 	go func() { _ = server.Serve(listener) }()
 	defer server.GracefulStop()
 
@@ -79,16 +105,26 @@ func runProvider(registryTarget, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-	_, err = pb.NewToolRegistryClient(conn).RegisterTool(ctx, &pb.RegisterToolRequest{
-		Definition: &pb.ToolDefinition{
-			Name:            toolName,
+	registry := pb.NewToolRegistryClient(conn)
+	for _, definition := range []*pb.ToolDefinition{
+		{
+			Name:            reverseName,
 			Description:     "Reverse a text (implemented in Go).",
 			InputSchemaJson: `{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}`,
 		},
-		ProviderTarget: listener.Addr().String(),
-	})
-	if err != nil {
-		return fmt.Errorf("register %s: %w", toolName, err)
+		{
+			Name:            whoamiName,
+			Description:     "Report the call id and metadata the provider received",
+			InputSchemaJson: `{"properties":{},"type":"object"}`,
+		},
+	} {
+		_, err = registry.RegisterTool(ctx, &pb.RegisterToolRequest{
+			Definition:     definition,
+			ProviderTarget: listener.Addr().String(),
+		})
+		if err != nil {
+			return fmt.Errorf("register %s: %w", definition.Name, err)
+		}
 	}
 	fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port)
 
