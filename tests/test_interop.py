@@ -7,17 +7,23 @@ that says how to build it, never a skip.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 
+import grpc.aio
 import pytest
 
-from llmworker import RemoteToolServerHandle, ToolError, ToolServerError
+from llmworker import RemoteToolServerHandle, ToolError, ToolServerError, Worker, tool_definitions
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.demo_tools import DemoTools
 
 from .grpc_support import REPO, serve
 
 GO_BINARY = REPO / "tests/interop/go/bin/interop"
 NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
+NODE_AGENT = REPO / "tests/interop/node/agent.mjs"
 NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
 TOKEN = "interop-token"
 CHECKS = [
@@ -27,6 +33,19 @@ CHECKS = [
     "OK unknown tool",
     "OK invalid arguments",
     "OK deadline honoured",
+]
+
+
+AGENT_CHECKS = [
+    "OK agent listing: titles, annotations, output schemas, approval",
+    "OK agent call id and metadata reach the tool",
+    "OK agent approval required for CallTool",
+    "OK agent bad metadata refused",
+    "OK agent batch completed",
+    "OK agent batch paused for approval",
+    "OK agent batch resumed: approve, deny, edited input",
+    "OK agent resume token single use",
+    "OK agent duplicate call ids refused",
 ]
 
 
@@ -67,6 +86,24 @@ async def test_a_client_in_another_language_sees_the_same_contract(language: str
         assert served.tools.cancelled == 1, "the deadline must cancel the tool coroutine"
 
 
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_an_agent_in_another_language_runs_batches_with_approval(language: str) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker) as served:
+        if language == "go":
+            code, output = await run(str(GO_BINARY), "agent", "-target", served.target)
+        else:
+            code, output = await run(
+                "node", str(REPO / "tests/interop/node/agent.mjs"), served.target
+            )
+        assert code == 0, output
+        for check in AGENT_CHECKS:
+            assert check in output, output
+        assert served.app.tools.in_flight == 0
+
+
 async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path: Path) -> None:
     require(GO_BINARY)
     async with serve(internal_socket=tmp_path / "registry.sock", token=TOKEN) as served:
@@ -91,6 +128,13 @@ async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path
                 found = handle.get_tool("go_reverse")
                 assert found is not None
                 assert await found[1].execute('{"text": "abc"}') == "cba"
+            async with grpc.aio.insecure_channel(served.target) as channel:
+                stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+                request = pb.CallToolRequest(
+                    name="go_whoami", input_json="{}", call_id="py-7", metadata={"user": "ada"}
+                )
+                reply = await stub.CallTool(request, timeout=10)
+                assert json.loads(reply.output) == {"call_id": "py-7", "metadata": {"user": "ada"}}
         finally:
             provider.terminate()
             await asyncio.wait_for(provider.wait(), timeout=10)
