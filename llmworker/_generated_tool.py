@@ -210,19 +210,30 @@ def generate_tool(
     arguments.release()
     returned = hints.get("return")
     structured = is_structured(returned)
-    output_style = SchemaStyle.INLINE if style is SchemaStyle.OPENAI_STRICT else style
     doc = inspect.cleandoc(function.__doc__ or "") or f"Tool: {name}"
     meta = ToolMeta(
         name,
         doc,
         schema,
         title=options.title,
-        output_schema=output_schema(returned, output_style, name) if structured else None,
+        output_schema=_output_schema(returned, style, name, where) if structured else None,
         annotations=options.annotations,
         requires_approval=options.requires_approval,
     )
     wrapper = _wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
     return GeneratedTool(meta, arguments, wrapper)
+
+
+def _output_schema(
+    returned: object, style: SchemaStyle, name: str, where: str
+) -> dict[str, object]:
+    """The output schema of a structured return annotation (never OpenAI-strict: that
+    style is about inputs)."""
+    output_style = SchemaStyle.INLINE if style is SchemaStyle.OPENAI_STRICT else style
+    try:
+        return output_schema(returned, output_style, name)
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+        raise TypeError(f"{where}: its return type has no JSON Schema: {error}") from error
 
 
 def _hints(
