@@ -210,8 +210,8 @@ class BatchCalls:
     def _completed(self, results: list[ToolResult], names: dict[str, str]) -> pb.CompletedBatch:
         messages = [self._result(result, names.get(result.call_id, "")) for result in results]
         batch = pb.CompletedBatch(results=messages)
-        limit = self._service.limits.max_output_bytes
-        by_size = sorted(messages, key=lambda message: message.ByteSize(), reverse=True)
+        limit = self._service.limits.max_output_bytes - 8  # the outcome field's framing
+        by_size = sorted(batch.results, key=lambda message: message.ByteSize(), reverse=True)
         for message in by_size:  # over the message limit: drop the largest outputs first
             size = batch.ByteSize()
             if size <= limit:

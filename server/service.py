@@ -130,7 +130,8 @@ class ToolService:
         self._output_surely_fits = limits.max_output_bytes // 4
         self._call_ids = itertools.count()
         self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
-        self._batches = BatchCalls(self, registry, paused or PausedBatches(900.0, 1000))
+        held = paused if paused is not None else PausedBatches(900.0, 1000)
+        self._batches = BatchCalls(self, registry, held)
 
     @property
     def registry(self) -> Registry:
@@ -143,6 +144,11 @@ class ToolService:
     @property
     def call_log(self) -> CallLog | None:
         return self._call_log
+
+    @property
+    def paused_batches(self) -> PausedBatches:
+        """The batches paused and awaiting ResumeBatch."""
+        return self._batches.paused
 
     def add_to(self, server: grpc.aio.Server) -> None:
         add_service(
