@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar, final
@@ -288,14 +289,27 @@ def _listed(ids: set[str]) -> str:
     return shorten(", ".join(f"'{call_id}'" for call_id in sorted(ids)), 300) or "none"
 
 
-def _context(call: ToolCall, meta: ToolMeta) -> ToolContext:
-    return ToolContext(call.id, meta.name, CallMetadata.of(call.metadata), call.deadline)
+def _context(
+    call_id: str,
+    name: str,
+    metadata: Mapping[str, str],
+    deadline: float | None,
+    timeout: float | None,
+) -> ToolContext:
+    """The context of a call starting now: its deadline is the caller's, or the end of its
+    timeout when that comes first."""
+    if timeout is not None:
+        ends = time.monotonic() + timeout
+        deadline = ends if deadline is None else min(deadline, ends)
+    frozen = metadata if type(metadata) is CallMetadata else CallMetadata(metadata)
+    return ToolContext(call_id, name, frozen, deadline)
 
 
 async def _execute_call(call: ToolCall, target: tuple[ToolMeta, Tool]) -> ToolResult:
     meta, tool = target
     try:
-        output = await execute_tool(tool, call.input_json, _context(call, meta))
+        context = _context(call.id, meta.name, call.metadata, call.deadline, call.timeout)
+        output = await execute_tool(tool, call.input_json, context, call.timeout)
     except (ToolError, ToolServerError) as error:
         return ToolResult(call.id, str(error), is_error=True, error=error)
     if isinstance(output, str):
@@ -346,19 +360,29 @@ def run_batch(
 
 
 async def run_one_call(
-    handle: ToolServerHandle, hooks: HookChains, call: ToolCall
+    handle: ToolServerHandle,
+    hooks: HookChains,
+    call_id: str,
+    name: str,
+    input_json: str,
+    metadata: Mapping[str, str],
+    deadline: float | None,
+    timeout: float | None,  # noqa: ASYNC109 - enforced by the watchdog, one timer for all
 ) -> str | ToolOutput:
     """Run one call through ``hooks``: its result, or its error raised as
-    ``ToolServerHandle.call_tool`` raises it; ``ToolCallPaused`` when it paused."""
+    ``ToolServerHandle.call_tool`` raises it; ``ToolCallPaused`` when it paused. With no
+    hooks and no approval there is nothing to show a ``ToolCall`` to, so none is made."""
     if not hooks.pre and not hooks.post:
-        target = handle.get_tool(call.name)
+        target = handle.get_tool(name)
         if target is None:
-            raise ToolServerError.ToolNotFound(call.name)
+            raise ToolServerError.ToolNotFound(name)
         if not target[0].requires_approval:
+            context = _context(call_id, name, metadata, deadline, timeout)
             try:
-                return await execute_tool(target[1], call.input_json, _context(call, target[0]))
+                return await execute_tool(target[1], input_json, context, timeout)
             except ToolError as error:
                 raise ToolServerError.ToolExecution(str(error)) from error
+    call = ToolCall(call_id, name, input_json, metadata, deadline, timeout)
     outcome = await run_batch(handle, hooks, [call])
     if isinstance(outcome, Paused):
         raise ToolCallPaused(outcome)

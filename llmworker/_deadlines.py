@@ -16,13 +16,14 @@ __all__ = ["TimeoutWatchdog", "watchdog"]
 
 _CANCEL_MESSAGE: Final = "llmworker: the call's deadline passed"
 _WATCHDOGS: Final = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, "TimeoutWatchdog"]()
+_last: tuple[asyncio.AbstractEventLoop | None, TimeoutWatchdog | None] = (None, None)
 
 
 class TimeoutWatchdog:
     """Cancels watched tasks whose deadline (``time.monotonic()`` seconds) has passed."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, resolution: float = 0.01) -> None:
-        self._loop = loop
+        self.loop = loop
         self._resolution = resolution
         self._deadlines: dict[asyncio.Task[object], float] = {}
         self._expired: set[asyncio.Task[object]] = set()
@@ -32,7 +33,7 @@ class TimeoutWatchdog:
         """Cancel ``task`` if it is still watched at ``deadline``."""
         self._deadlines[task] = deadline
         if self._timer is None:
-            self._timer = self._loop.call_later(self._resolution, self._tick)
+            self._timer = self.loop.call_later(self._resolution, self._tick)
 
     def finish(self, task: asyncio.Task[object]) -> bool:
         """Stop watching ``task``; True if the watchdog cancelled it."""
@@ -43,21 +44,26 @@ class TimeoutWatchdog:
         return False
 
     def _tick(self) -> None:
-        now = self._loop.time()
+        now = self.loop.time()
         for task, deadline in list(self._deadlines.items()):
             if deadline <= now:
                 del self._deadlines[task]
                 self._expired.add(task)
                 task.cancel(_CANCEL_MESSAGE)
         self._timer = (
-            self._loop.call_later(self._resolution, self._tick) if self._deadlines else None
+            self.loop.call_later(self._resolution, self._tick) if self._deadlines else None
         )
 
 
 def watchdog() -> TimeoutWatchdog:
     """The running loop's watchdog (its clock must be ``time.monotonic``, asyncio's own)."""
+    global _last
     loop = asyncio.get_running_loop()
+    last_loop, last = _last
+    if loop is last_loop and last is not None:  # the common case: one loop, on every call
+        return last
     found = _WATCHDOGS.get(loop)
     if found is None:
         found = _WATCHDOGS[loop] = TimeoutWatchdog(loop)
+    _last = (loop, found)
     return found

@@ -41,9 +41,11 @@ class ToolCall:
     """One tool call as the model produced it; ``input_json`` is its raw argument text.
 
     ``metadata`` is what the caller knows about the call (user, conversation, a credential):
-    the tool reads it through ``ToolContext``; reprs show its keys only. ``deadline`` is the
-    ``time.monotonic()`` at which a call still running is cancelled and answered with
-    ``ToolServerError.ToolTimeout`` (None: no deadline).
+    the tool reads it through ``ToolContext``; reprs show its keys only. ``timeout`` is how
+    many seconds the call may run: past it, it is cancelled and answered with
+    ``ToolServerError.ToolTimeout``. ``deadline`` is the ``time.monotonic()`` at which the
+    caller stops waiting (it enforces that itself, as gRPC does); tools read the nearer of the
+    two through ``ToolContext.time_remaining()``. None: no limit.
     """
 
     id: str
@@ -51,9 +53,11 @@ class ToolCall:
     input_json: str
     metadata: Mapping[str, str] = field(default=NO_METADATA)
     deadline: float | None = None
+    timeout: float | None = None
 
     def __repr__(self) -> str:
         deadline = "" if self.deadline is None else f", deadline={self.deadline!r}"
+        deadline += "" if self.timeout is None else f", timeout={self.timeout!r}"
         metadata = f", metadata={CallMetadata.of(self.metadata)!r}" if self.metadata else ""
         return (
             f"ToolCall(id={self.id!r}, name={self.name!r}, input_json={self.input_json!r}"

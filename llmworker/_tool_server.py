@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple, final
+from typing import NamedTuple, TypeAlias, final
 
 from ._context import CURRENT_CALL, ToolContext
-from ._deadlines import watchdog
+from ._deadlines import TimeoutWatchdog, watchdog
 from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
 from ._text import message_of
@@ -181,11 +181,16 @@ def _create(definition: ToolDefinition) -> _Entry:
     return _Entry(meta, tool)
 
 
-async def execute_tool(tool: Tool, input_json: str, context: ToolContext) -> str | ToolOutput:
+async def execute_tool(
+    tool: Tool,
+    input_json: str,
+    context: ToolContext,
+    timeout: float | None = None,  # noqa: ASYNC109 - enforced by the watchdog, one timer for all
+) -> str | ToolOutput:
     """Await ``tool.execute`` as the call ``context`` (what ``current_call()`` returns);
     anything but a result or a ``ToolError`` becomes Internal.
 
-    A call still running at ``context.deadline`` is cancelled and raises
+    A call still running ``timeout`` seconds after it began is cancelled and raises
     ``ToolServerError.ToolTimeout``. A ``ToolServerError`` passes through too: a proxy tool
     raises it when the server that implements the tool cannot be reached. So does a
     ``CancelledError`` when the calling task was asked to cancel. Anything else a tool
@@ -195,17 +200,14 @@ async def execute_tool(tool: Tool, input_json: str, context: ToolContext) -> str
     loop, which would stop.
     """
     token = CURRENT_CALL.set(context)
-    task = _watched(context.deadline)
-    started = 0.0 if task is None else time.monotonic()
+    watched = None if timeout is None else _watch(timeout)
     try:
         result = await tool.execute(input_json)
     except (ToolError, ToolServerError):
         raise
     except asyncio.CancelledError as error:
-        if task is not None and watchdog().finish(task):
-            task.uncancel()
-            ran = time.monotonic() - started
-            raise ToolServerError.ToolTimeout(context.tool_name, ran) from None
+        if watched is not None and _fired(watched):
+            raise ToolServerError.ToolTimeout(context.tool_name, watched[2]) from None
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
@@ -213,21 +215,33 @@ async def execute_tool(tool: Tool, input_json: str, context: ToolContext) -> str
     except BaseException as error:
         raise crash_error(tool, error) from error
     finally:
-        if task is not None and watchdog().finish(task):
-            task.uncancel()  # the deadline passed as the tool returned: its result stands
+        if watched is not None:
+            _fired(watched)  # if the deadline passed as the tool returned, its result stands
         CURRENT_CALL.reset(token)
     if isinstance(result, str):
         return result
     return _checked_output(tool, result)
 
 
-def _watched(deadline: float | None) -> asyncio.Task[object] | None:
-    if deadline is None:
-        return None
-    task = asyncio.current_task()
+_Watched: TypeAlias = tuple[TimeoutWatchdog, "asyncio.Task[object]", float]
+
+
+def _watch(timeout: float) -> _Watched:
+    """Have the loop's watchdog cancel the running task ``timeout`` seconds from now."""
+    dog = watchdog()
+    task = asyncio.current_task(dog.loop)
     assert task is not None, "tools run in a task"
-    watchdog().watch(task, deadline)
-    return task
+    dog.watch(task, time.monotonic() + timeout)
+    return dog, task, timeout
+
+
+def _fired(watched: _Watched) -> bool:
+    """Stop watching; True, with the watchdog's cancel taken back, if the deadline fired."""
+    dog, task, _ = watched
+    if dog.finish(task):
+        task.uncancel()
+        return True
+    return False
 
 
 def _checked_output(tool: Tool, result: object) -> ToolOutput:

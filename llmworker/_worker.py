@@ -109,18 +109,24 @@ class Worker(Generic[StateT]):
         call_id: str = "",
         metadata: Mapping[str, str] = NO_METADATA,
         deadline: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - enforced by one watchdog timer
     ) -> str:
         """Run one call through the hooks, as ``call_tools`` would, and return its text.
 
         Raises like ``ToolServerHandle.call_tool``: ``ToolServerError.ToolNotFound``, or
         ``ToolServerError.ToolExecution`` with the tool's ``ToolError`` as ``__cause__``;
-        ``ToolServerError.ToolTimeout`` past ``deadline``; a hook's ``Abort(reason)``
+        ``ToolServerError.ToolTimeout`` past ``timeout``; a hook's ``Abort(reason)``
         raises ``ToolBatchAborted``, and a ``Pause()`` or a tool that requires approval
         raises ``ToolCallPaused``. Hooks see ``ToolCall(call_id, name, input_json,
-        metadata, deadline)``.
+        metadata, deadline, timeout)``.
         """
         output = await self.call_tool_output(
-            name, input_json, call_id=call_id, metadata=metadata, deadline=deadline
+            name,
+            input_json,
+            call_id=call_id,
+            metadata=metadata,
+            deadline=deadline,
+            timeout=timeout,
         )
         return output if isinstance(output, str) else output.text
 
@@ -132,12 +138,14 @@ class Worker(Generic[StateT]):
         call_id: str = "",
         metadata: Mapping[str, str] = NO_METADATA,
         deadline: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - enforced by one watchdog timer
     ) -> str | ToolOutput:
         """As ``call_tool``, keeping a structured result: a ``ToolOutput`` when the tool
         gave one, else the text."""
         core = self._live()
-        call = ToolCall(call_id, name, input_json, metadata, deadline)
-        return await run_one_call(core.handle, core.hooks, call)
+        return await run_one_call(
+            core.handle, core.hooks, call_id, name, input_json, metadata, deadline, timeout
+        )
 
     async def resume(
         self, paused: Paused, decisions: Mapping[str, Decision] | None = None

@@ -77,7 +77,7 @@ class BatchCalls:
                 message.name,
                 message.input_json,
                 call_metadata(message),
-                limits.deadline(message.name, remaining)[0],
+                *limits.limits_of(message.name, remaining),
             )
             for message in request.calls
         ]
@@ -98,7 +98,7 @@ class BatchCalls:
         self._paused.take(request.resume_token)
         remaining = context.time_remaining()
         for call in held.paused.pending_calls:  # the deadlines start again now
-            call.deadline = self._service.limits.deadline(call.name, remaining)[0]
+            call.deadline, call.timeout = self._service.limits.limits_of(call.name, remaining)
         pending = len(held.paused.pending_calls)
         first = held.paused.paused_call.name
         return await self._run(context, pending, held.names, first, held.paused, decisions)

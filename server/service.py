@@ -8,7 +8,7 @@ import itertools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, cast
 
 import grpc.aio
 
@@ -20,7 +20,7 @@ from llmworker import (
     ToolServerError,
     canonical_json,
 )
-from llmworker._errors import ToolTimeout
+from llmworker._context import NO_METADATA, CallMetadata
 from llmworker._status import ErrorStatus, Reason, status_of
 from llmworker._text import message_of, shorten
 from llmworker._tool_server import DefinitionsSnapshot
@@ -29,7 +29,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 
 from .batches import BatchCalls
 from .call_log import CallLog
-from .call_requests import aborted_status, call_metadata, call_problem
+from .call_requests import aborted_status, call_problem
 from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
 from .paused_batches import PausedBatches
@@ -75,16 +75,14 @@ class CallLimits:
             return None
         return timeout
 
-    def deadline(self, tool: str, deadline_remaining: float | None) -> tuple[float | None, bool]:
-        """The ``time.monotonic()`` deadline of a call to ``tool`` starting now (the
-        server's timeout or the client's deadline, whichever comes first; None for none),
-        and whether it is the server's."""
-        timeout = self.server_timeout(tool, deadline_remaining)
-        if timeout is not None:
-            return time.monotonic() + timeout, True
-        if deadline_remaining is not None:
-            return time.monotonic() + deadline_remaining, False
-        return None, False
+    def limits_of(
+        self, tool: str, deadline_remaining: float | None
+    ) -> tuple[float | None, float | None]:
+        """The client's deadline of a call to ``tool`` starting now (``time.monotonic()``;
+        gRPC enforces it) and the server's timeout when that ends the call first (the
+        library enforces it)."""
+        deadline = None if deadline_remaining is None else time.monotonic() + deadline_remaining
+        return deadline, self.server_timeout(tool, deadline_remaining)
 
     def input_too_large(self, tool: str, input_json: str) -> ErrorStatus | None:
         """The refusal of an input over the tool's limit, or None when it fits."""
@@ -249,33 +247,37 @@ class ToolService:
             too_large = self._limits.input_too_large(name, input_json)
             if too_large is not None:
                 await abort(context, too_large)
-        if request.call_id or request.metadata:
+        call_id, metadata = request.call_id, request.metadata
+        if call_id or metadata:
             problem = call_problem(request)
             if problem is not None:
                 await abort(context, problem)
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(context, self._over_limit(name, 1))
-        deadline, server_timeout = self._limits.deadline(name, context.time_remaining())
+        remaining = cast("float | None", context.time_remaining())  # None: no deadline
+        timeout = self._limits.server_timeout(name, remaining)
+        deadline = None if remaining is None else time.monotonic() + remaining
         self._in_flight += 1
         started = time.perf_counter()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
-        call_id = str(next(self._call_ids))
+        log_id = str(next(self._call_ids))
         try:
             output = await self._registry.worker.call_tool_output(
                 name,
                 input_json,
-                call_id=request.call_id or call_id,
-                metadata=call_metadata(request),
+                call_id=call_id or log_id,
+                metadata=CallMetadata(dict(metadata)) if metadata else NO_METADATA,
                 deadline=deadline,
+                timeout=timeout,
             )
             response = self.response_of(name, output)
             label = "OK"
             return response
         except ToolServerError.ToolTimeout as error:
-            status = self._timed_out(name, error, server_timeout)
+            status = _timed_out(name, error.seconds)
         except ToolServerError as error:
-            status = self.failed(name, call_id, error)
+            status = self.failed(name, log_id, error)
         except ToolCallPaused as paused:
             status = _paused_status(name, paused)
         except ToolBatchAborted as error:
@@ -283,9 +285,9 @@ class ToolService:
         except asyncio.CancelledError as error:
             if is_requested_cancel():
                 raise  # the client cancelled, or its deadline passed
-            status = self.crashed(name, call_id, error)  # nobody asked: a defect in a hook
+            status = self.crashed(name, log_id, error)  # nobody asked: a defect in a hook
         except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = self.crashed(name, call_id, error)
+            status = self.crashed(name, log_id, error)
         finally:
             self._in_flight -= 1
             if self._call_log is not None:
@@ -297,20 +299,19 @@ class ToolService:
     def response_of(self, name: str, output: str | ToolOutput) -> pb.CallToolResponse:
         """The response carrying a result; ``ToolServerError`` (the tool's internal error)
         when it is too large or not Unicode."""
-        text, structured = (output, "") if isinstance(output, str) else _parts(name, output)
+        if isinstance(output, str):
+            text, structured = output, ""
+        else:
+            text, structured = _parts(name, output)
         if len(text) + len(structured) > self._output_surely_fits:
             self._check_output_size(name, text + structured)
         try:
+            if not structured:
+                return pb.CallToolResponse(output=text)
             return pb.CallToolResponse(output=text, structured_output_json=structured)
         except UnicodeEncodeError as error:
             failure = _not_unicode(name, error)
             raise failure from failure.__cause__
-
-    def _timed_out(self, name: str, error: ToolTimeout, server_timeout: bool) -> ErrorStatus:
-        if not server_timeout:  # the client's own deadline: it is gone already
-            return status_of(error, name)
-        timeout = self._limits.server_timeout(name, None)
-        return _timed_out(name, error.seconds if timeout is None else timeout)
 
     def _check_output_size(self, name: str, output: str) -> None:
         size, limit = len(output.encode(errors="replace")), self._limits.max_output_bytes

@@ -182,6 +182,8 @@ async def test_a_decorator_tool_receives_its_call_context_and_the_schema_omits_i
     assert 0 < seen["left"] <= 30
     unbounded = json.loads(await worker.call_tool("context", "{}"))
     assert unbounded["left"] is None
+    timed = json.loads(await worker.call_tool("context", "{}", deadline=deadline, timeout=5))
+    assert 0 < timed["left"] <= 5  # the nearer of the caller's deadline and the timeout
 
 
 async def test_the_context_is_not_an_argument_the_model_can_send() -> None:
@@ -227,14 +229,14 @@ def test_metadata_values_never_appear_in_reprs() -> None:
         CallMetadata({"key": 1})  # type: ignore[dict-item]
 
 
-async def test_a_call_past_its_deadline_is_cancelled_with_a_timeout_error() -> None:
+async def test_a_call_past_its_timeout_is_cancelled_with_a_timeout_error() -> None:
     worker, _ = agent_worker()
-    with pytest.raises(ToolServerError.ToolTimeout, match="'slow' did not finish within"):
-        await worker.call_tool("slow", '{"seconds": 30}', deadline=time.monotonic() + 0.05)
+    with pytest.raises(ToolServerError.ToolTimeout, match=r"'slow' did not finish within 0\.05 s"):
+        await worker.call_tool("slow", '{"seconds": 30}', timeout=0.05)
     outcome = await worker.call_tools(
         [
-            ToolCall("a", "slow", '{"seconds": 30}', deadline=time.monotonic() + 0.05),
-            ToolCall("b", "slow", '{"seconds": 0}'),
+            ToolCall("a", "slow", '{"seconds": 30}', timeout=0.05),
+            ToolCall("b", "slow", '{"seconds": 0}', deadline=time.monotonic() + 0.01),
         ]
     )
     assert isinstance(outcome, Completed)
