@@ -45,6 +45,7 @@ class Scenario:
     expected_errors: int = 0
     with_proto: bool = False
     round_factor: int = 1  # more rounds for a steadier median: the performance bar's scenario
+    calls_per_request: int = 1  # CallTools batches: tool calls per RPC
 
 
 @dataclass
@@ -266,6 +267,14 @@ def echo(text: str) -> dict[str, object]:
     return {"name": "echo", "input_json": json.dumps({"text": text})}
 
 
+BATCH_CALLS = 8
+
+
+def echo_batch(text: str) -> dict[str, object]:
+    calls = [{**echo(text), "call_id": f"c{index}"} for index in range(BATCH_CALLS)]
+    return {"calls": calls}
+
+
 def scenarios(smoke: bool) -> list[Scenario]:
     scale = 0.01 if smoke else 1.0
     order = {
@@ -287,7 +296,23 @@ def scenarios(smoke: bool) -> list[Scenario]:
                  tools="1000" if not smoke else "100"),
         Scenario("mixed_1pct_invalid", "CallTool", [echo("y" * 50)] * 99 + [invalid],
                  int(120 * scale) * 100 + 100, expected_errors=1),
+        Scenario(f"call_tools_{BATCH_CALLS}_echo", "CallTools", [echo_batch("x" * 50)],
+                 int(3_000 * scale) + 100, calls_per_request=BATCH_CALLS),
     ]  # fmt: skip
+
+
+def batch_metrics(results: Sequence[Result], all_scenarios: Sequence[Scenario]) -> dict[str, float]:
+    """Tool calls per second through CallTools batches against the same echo as unary calls."""
+    per_request = {scenario.name: scenario.calls_per_request for scenario in all_scenarios}
+    unary = next(r for r in results if r.scenario == "echo_64b" and r.workers == 1)
+    metrics: dict[str, float] = {"unary_echo_calls_per_s": unary.server.rps}
+    for result in results:
+        calls = per_request.get(result.scenario, 1)
+        if calls > 1 and result.workers == 1:
+            rate = result.server.rps * calls
+            metrics[f"{result.scenario}_calls_per_s"] = round(rate, 1)
+            metrics[f"{result.scenario}_vs_unary_calls"] = round(rate / unary.server.rps, 2)
+    return metrics
 
 
 def startup_metrics(smoke: bool, workdir: Path) -> dict[str, float]:
@@ -385,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(measure(scenario, 1, rounds * scenario.round_factor, workdir))
         for workers in args.workers:
             results.append(measure(all_scenarios[0], workers, rounds, workdir))
-        metrics = startup_metrics(args.smoke, workdir)
+        metrics = startup_metrics(args.smoke, workdir) | batch_metrics(results, all_scenarios)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"environment": environment(rounds), "smoke": args.smoke,
                                "results": [asdict(r) for r in results], "metrics": metrics},
