@@ -12,12 +12,15 @@ from typing import cast
 
 import grpc
 import grpc.aio
+from google.rpc import error_details_pb2  # pyright: ignore[reportMissingTypeStubs]
 
+from llmworker import ToolFactory, ToolMeta
 from llmworker._status import CODES
 from llmworker.v1 import tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .grpc_support import failure_of, serve
+from .support import EchoTool
 from .test_crash_proof import crash_worker
 from .test_server_limits import trailers_size
 
@@ -96,7 +99,7 @@ async def test_random_calls_get_results_or_reasons_from_the_table() -> None:
 async def test_random_bytes_as_requests_get_reasons_from_the_table() -> None:
     rng = random.Random(7)
     async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
-        for method in ("CallTool", "GetTool", "ListDefinitionsSorted"):
+        for method in ("CallTool", "GetTool", "ListDefinitionsSorted", "CallTools", "ResumeBatch"):
             raw = channel.unary_unary(
                 f"/llmworker.v1.ToolService/{method}",
                 request_serializer=bytes,
@@ -149,3 +152,79 @@ async def test_random_registrations_get_reasons_and_leave_the_registry_whole(
                 assert failure.code is TABLE[failure.reason]
         assert served.app.registry.handle.definitions_snapshot() == before
         assert served.app._registry_service._channels == {}  # pyright: ignore[reportPrivateUsage]
+
+
+def random_batch(rng: random.Random) -> pb.CallToolsRequest:
+    calls: list[pb.CallToolRequest] = []
+    for index in range(rng.randrange(0, 12)):
+        call = random_request(rng) if rng.random() < 0.7 else pb.CallToolRequest(name="gated")
+        call.call_id = rng.choice([f"c{index}", f"c{index}", "", "dup", random_text(rng, 5)])
+        if rng.random() < 0.2:
+            key = rng.choice(["user", "tenant.id", "Bad", "", random_text(rng, 3)])
+            call.metadata[key] = random_text(rng, rng.randrange(0, 50))
+        calls.append(call)
+    return pb.CallToolsRequest(calls=calls)
+
+
+def check_results(results: list[pb.CallResult]) -> set[str]:
+    reasons: set[str] = set()
+    for result in results:
+        if not result.is_error:
+            continue
+        info = error_details_pb2.ErrorInfo()
+        assert result.error.details[0].Unpack(info), result
+        assert info.reason in TABLE, result
+        assert result.error.code == TABLE[info.reason].value[0], result
+        reasons.add(info.reason)
+    return reasons
+
+
+async def test_random_batches_and_decisions_get_results_or_reasons_from_the_table() -> None:
+    rng = random.Random(20261202)
+    worker = crash_worker()
+    worker.register_tool(ToolFactory(ToolMeta("gated").with_requires_approval(), EchoTool))
+    seen: set[str] = set()
+    async with (
+        serve(worker=worker, call_timeout=2.0, max_paused_batches=5) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        tokens: list[str] = []
+        for _ in range(150):
+            call: Awaitable[pb.CallToolsResponse]
+            if tokens and rng.random() < 0.4:
+                token = tokens.pop(rng.randrange(len(tokens)))
+                decisions = [
+                    pb.CallDecision(
+                        call_id=rng.choice(["c0", "c1", "c2", "dup", "zz"]),
+                        approve=pb.Approval() if rng.random() < 0.5 else None,
+                        deny=pb.Denial(reason=random_text(rng, 20)) if rng.random() < 0.3 else None,
+                    )
+                    for _ in range(rng.randrange(0, 4))
+                ]
+                call = stub.ResumeBatch(
+                    pb.ResumeBatchRequest(resume_token=token, decisions=decisions), timeout=10
+                )
+            else:
+                call = stub.CallTools(random_batch(rng), timeout=10)
+            outcome = (await asyncio.gather(call, return_exceptions=True))[0]
+            if isinstance(outcome, grpc.aio.AioRpcError):
+                failure = failure_of(outcome)
+                assert failure.reason in TABLE, failure
+                assert failure.code is TABLE[failure.reason], failure
+                assert trailers_size(outcome) < 8 * 1024
+                seen.add(failure.reason)
+                continue
+            assert isinstance(outcome, pb.CallToolsResponse), outcome
+            if outcome.WhichOneof("outcome") == "paused":
+                seen.add("PAUSED")
+                tokens.append(outcome.paused.resume_token)
+                seen |= check_results(list(outcome.paused.results))
+            else:
+                seen.add("COMPLETED")
+                seen |= check_results(list(outcome.completed.results))
+        assert served.app.tools.in_flight == 0
+        assert len(served.app.tools.paused_batches) <= 5
+        reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+        assert reply.output == "x"
+    assert {"COMPLETED", "PAUSED", "INVALID_REQUEST", "TOOL_NOT_FOUND"} <= seen, seen
