@@ -71,7 +71,8 @@ class Paused:
     call whose hook paused (or the first awaiting approval); ``reason`` says why. Pass it,
     once, to ``resume`` on the Worker (or remote handle) it came from, with decisions.
     ``resume_token`` and ``expires_at`` (seconds since the epoch) are set for a batch
-    paused on a server.
+    paused on a server. Pending calls keep their ``deadline``: after a long pause, set it
+    again on them before resuming (a ``timeout`` counts from when the call starts).
     """
 
     __slots__ = (
@@ -124,6 +125,10 @@ class Paused:
         self._resumable = None
         return resumable
 
+    def give_back(self, resumable: object) -> None:
+        """Make the batch resumable again: resuming failed before it went on."""
+        self._resumable = resumable
+
     def _check(self, decisions: Mapping[str, Decision]) -> None:
         pending = {call.id for call in self.pending_calls}
         for call_id, decision in decisions.items():
@@ -154,6 +159,8 @@ class _Planned:
     target: tuple[ToolMeta, Tool] | None
     result: ToolResult | None = None  # known before execution: unknown, skipped or denied
     approved: bool = False
+    next_hook: int = 0  # the pre-hook to run next on the call's current input
+    hooked: bool = False  # every pre-hook ran on the current input
 
     @property
     def awaiting_approval(self) -> bool:
@@ -166,16 +173,14 @@ class _Planned:
 
 
 class _BatchRun:
-    """The state of one batch; ``position``/``next_hook`` say where pre-hooks resume."""
+    """The state of one batch: each call's result so far and where its pre-hooks stand."""
 
-    __slots__ = ("handle", "hooks", "next_hook", "planned", "position")
+    __slots__ = ("handle", "hooks", "planned")
 
     def __init__(self, handle: ToolServerHandle, hooks: HookChains, calls: Sequence[ToolCall]):
         self.handle = handle
         self.hooks = hooks
         self.planned = [_planned(call, handle.get_tool(call.name)) for call in calls]
-        self.position = 0
-        self.next_hook = 0
 
     async def advance(self) -> BatchOutcome:
         awaiting = [planned.call for planned in self.planned if planned.awaiting_approval]
@@ -186,8 +191,8 @@ class _BatchRun:
             return self._paused(awaiting[0], shorten(reason, 1000))
         paused = await self._run_pre_hooks()
         if paused is not None:
-            call = self.planned[self.position].call
-            reason = paused.reason or f"a pre-tool-call hook paused call '{call.id}'"
+            outcome, call = paused
+            reason = outcome.reason or f"a pre-tool-call hook paused call '{call.id}'"
             return self._paused(call, reason)
         results = await self._execute()
         await self._run_post_hooks(results)
@@ -203,8 +208,10 @@ class _BatchRun:
                 case Approve():
                     planned.approved = True
                 case ApproveWithInput(input_json):
+                    # New input: every pre-hook checks it again, from the first.
                     planned.call = dataclasses.replace(planned.call, input_json=input_json)
                     planned.approved = True
+                    planned.next_hook, planned.hooked = 0, False
                 case Deny(reason):
                     call = planned.call
                     error = ToolServerError.CallDenied(call.id, call.name, reason)
@@ -220,30 +227,30 @@ class _BatchRun:
             reason=reason,
         )
 
-    async def _run_pre_hooks(self) -> Pause | None:
-        """Run pre-hooks from where the batch stands; the ``Pause`` of one that paused."""
-        while self.position < len(self.planned):
-            planned = self.planned[self.position]
-            if planned.result is None and planned.target is not None and self.hooks.pre:
-                meta, tool = planned.target
-                context = ToolCallContext(planned.call, meta, tool)
-                hooks = self.hooks.pre
-                while self.next_hook < len(hooks):
-                    outcome = await _resolve(hooks[self.next_hook](context))
-                    self.next_hook += 1
-                    planned.call = context.call
-                    match outcome:
-                        case Continue():
-                            continue
-                        case Skip():
-                            planned.result = _skipped(planned.call)
-                            break
-                        case Pause():
-                            return outcome
-                        case Abort(reason):
-                            raise ToolBatchAborted(reason, planned.call.id)
-            self.position += 1
-            self.next_hook = 0
+    async def _run_pre_hooks(self) -> tuple[Pause, ToolCall] | None:
+        """Run each call's pre-hooks from where they stand; the ``Pause`` of one that
+        paused, with its call."""
+        hooks = self.hooks.pre
+        for planned in self.planned:
+            if planned.hooked or planned.result is not None or planned.target is None:
+                continue
+            meta, tool = planned.target
+            context = ToolCallContext(planned.call, meta, tool)
+            while planned.next_hook < len(hooks):
+                outcome = await _resolve(hooks[planned.next_hook](context))
+                planned.next_hook += 1
+                planned.call = context.call
+                match outcome:
+                    case Continue():
+                        continue
+                    case Skip():
+                        planned.result = _skipped(planned.call)
+                        break
+                    case Pause():
+                        return outcome, planned.call
+                    case Abort(reason):
+                        raise ToolBatchAborted(reason, planned.call.id)
+            planned.hooked = True
         return None
 
     async def _execute(self) -> list[ToolResult]:

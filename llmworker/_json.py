@@ -130,8 +130,11 @@ def thaw(value: JsonValue) -> JsonValue:
     return result
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: JsonValue) -> bytes:
     """Serialise ``value`` canonically: sorted keys, no whitespace, UTF-8, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
+    return _CANONICAL.encode(value).encode()

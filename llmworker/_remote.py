@@ -11,10 +11,9 @@ raises what a local handle would. So hooks and application code run unchanged on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import Final, Self, cast, final
+from typing import Final, Self, final
 
 import grpc
 import grpc.aio
@@ -22,10 +21,18 @@ import grpc.aio
 from ._batch import BatchOutcome, Paused
 from ._channel_owner import ChannelOwner
 from ._context import CURRENT_CALL
-from ._decisions import Decision
+from ._decisions import Approve, Decision
+from ._errors import ToolError
 from ._hooks import ToolCall
-from ._json import JsonObject, canonical_json
-from ._remote_batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
+from ._json import canonical_json
+from ._remote_batch import (
+    ResumeToken,
+    aborted,
+    calls_request,
+    outcome_of,
+    resume_request,
+    structured_of,
+)
 from ._status import (
     CODES,
     TABLE_REASONS,
@@ -74,18 +81,39 @@ class RemoteTool:
     """A Tool whose ``execute`` runs the tool ``name`` on a remote ToolService.
 
     A tool's own error comes back as the same ``ToolError`` variant; a failure of the remote
-    service (unreachable, timed out, overloaded) raises ``RemoteServiceError``.
+    service (unreachable, timed out, overloaded) raises ``RemoteServiceError``. With
+    ``approved_upstream`` (the tool requires approval, and the server forwarding to it has
+    had the call approved) the call goes as a one-call batch whose approval pause is
+    approved at once: the remote server would refuse a unary call to such a tool.
     """
 
-    __slots__ = ("_call", "_timeout", "name")
+    __slots__ = ("_approved_upstream", "_call", "_call_tools", "_resume", "_timeout", "name")
 
-    def __init__(self, channel: grpc.aio.Channel, name: str, timeout: float | None = None):
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        name: str,
+        timeout: float | None = None,
+        *,
+        approved_upstream: bool = False,
+    ) -> None:
         self.name = name
         self._timeout = timeout
+        self._approved_upstream = approved_upstream
         self._call = channel.unary_unary(
             _SERVICE + "CallTool",
             request_serializer=pb.CallToolRequest.SerializeToString,
             response_deserializer=pb.CallToolResponse.FromString,
+        )
+        self._call_tools = channel.unary_unary(
+            _SERVICE + "CallTools",
+            request_serializer=pb.CallToolsRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
+        )
+        self._resume = channel.unary_unary(
+            _SERVICE + "ResumeBatch",
+            request_serializer=pb.ResumeBatchRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
         )
 
     async def execute(self, input_json: str) -> str | ToolOutput:
@@ -101,6 +129,8 @@ class RemoteTool:
             if left is not None and (timeout is None or left < timeout):
                 timeout = left
         try:
+            if self._approved_upstream:
+                return await self._approved(request, timeout)
             response = await self._call(request, timeout=timeout)
         except grpc.aio.AioRpcError as rpc_error:
             error = tool_error_from_rpc(rpc_error)
@@ -108,6 +138,28 @@ class RemoteTool:
                 raise self._provider_failure(error) from None
             raise error from None
         return _output(response)
+
+    async def _approved(self, request: pb.CallToolRequest, seconds: float | None) -> ToolOutput:
+        """Run ``request`` as a one-call batch, approving the pause it makes."""
+        request.call_id = request.call_id or "forwarded"
+        outcome = outcome_of(
+            await self._call_tools(pb.CallToolsRequest(calls=[request]), timeout=seconds)
+        )
+        if isinstance(outcome, Paused) and request.call_id in outcome.awaiting_approval:
+            approve = resume_request(outcome.resume_token, {request.call_id: Approve()})
+            outcome = outcome_of(await self._resume(approve, timeout=seconds))
+        if isinstance(outcome, Paused):
+            raise RemoteServiceError(
+                grpc.StatusCode.ABORTED,
+                Reason.HOOK_ABORTED.value,
+                f"the provider of tool '{self.name}' paused the call ({outcome.reason}); it "
+                "cannot ask a person: approve the tool where the agent calls it",
+                {},
+            )
+        result = outcome.results[0]
+        if result.is_error:
+            raise result.error or ToolError.ExecutionFailed(result.content)
+        return ToolOutput(result.content, result.structured)
 
     def _provider_failure(self, error: RemoteServiceError) -> RemoteServiceError:
         """A failure that came from gRPC or a server that is no llmworker server, under the
@@ -214,8 +266,10 @@ class RemoteToolServerHandle(ChannelOwner):
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
         """Run a batch on the server (CallTools), as ``Worker.call_tools`` runs one: the
-        server's hooks and approvals apply. A ``Paused`` outcome holds the server's resume
-        token; a hook's ``Abort`` raises ``ToolBatchAborted``."""
+        server's hooks and approvals apply, and its timeouts (the calls' own ``deadline`` and
+        ``timeout`` stay here: the RPC has the handle's ``call_timeout``). A ``Paused``
+        outcome holds the server's resume token; a hook's ``Abort`` raises
+        ``ToolBatchAborted``."""
         request = calls_request(calls)
         return await self._batch(self._call_tools(request, timeout=self._call_timeout))
 
@@ -226,7 +280,12 @@ class RemoteToolServerHandle(ChannelOwner):
         decisions = decisions or {}
         token = paused.take(ResumeToken, decisions)
         request = resume_request(token.token, decisions)
-        return await self._batch(self._resume(request, timeout=self._call_timeout))
+        try:
+            return await self._batch(self._resume(request, timeout=self._call_timeout))
+        except RemoteServiceError as error:
+            if error.reason not in _TOKEN_USED:  # the server kept the batch: resume again
+                paused.give_back(token)
+            raise
 
     async def _batch(self, answer: Awaitable[pb.CallToolsResponse]) -> BatchOutcome:
         try:
@@ -249,12 +308,14 @@ class RemoteToolServerHandle(ChannelOwner):
         return self._cache.snapshot
 
 
+_TOKEN_USED: Final = frozenset({Reason.RESUME_TOKEN_UNKNOWN.value, Reason.HOOK_ABORTED.value})
+"""Failures of ResumeBatch after which the server no longer holds the batch."""
+
+
 def _output(response: pb.CallToolResponse) -> str | ToolOutput:
     if not response.structured_output_json:
         return response.output
-    value: object = json.loads(response.structured_output_json)
-    structured = cast("JsonObject", value) if isinstance(value, dict) else None
-    return ToolOutput(response.output, structured)
+    return ToolOutput(response.output, structured_of(response.structured_output_json))
 
 
 @final

@@ -25,6 +25,7 @@ __all__ = [
     "calls_request",
     "outcome_of",
     "resume_request",
+    "structured_of",
 ]
 
 ABORT_CALL_KEY: Final = "aborted_call_id"
@@ -103,11 +104,28 @@ def aborted(error: RemoteServiceError) -> ToolBatchAborted | None:
     )
 
 
+def structured_of(text: str) -> JsonObject | None:
+    """A structured result the server sent as JSON text; ``RemoteServiceError`` when it is
+    not a JSON object (the server is no llmworker server, or is broken)."""
+    if not text:
+        return None
+    try:
+        value: object = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        value = error
+    if not isinstance(value, dict):
+        raise RemoteServiceError(
+            grpc.StatusCode.UNAVAILABLE,
+            Reason.PROVIDER_UNAVAILABLE.value,
+            "the server sent a structured_output_json that is not a JSON object; check that "
+            "it is an llmworker server",
+            {},
+        )
+    return cast("JsonObject", value)
+
+
 def _result(message: pb.CallResult) -> ToolResult:
-    structured: JsonObject | None = None
-    if message.structured_output_json:
-        value: object = json.loads(message.structured_output_json)
-        structured = cast("JsonObject", value) if isinstance(value, dict) else None
+    structured = structured_of(message.structured_output_json) if not message.is_error else None
     error: ToolError | ToolServerError | None = None
     if message.is_error:
         error = _error(message)

@@ -82,7 +82,10 @@ class BatchCalls:
             for message in request.calls
         ]
         names = {call.id: call.name for call in calls}
-        return await self._run(context, len(calls), names, calls[0].name, calls, None)
+        refused = self._service.reserve(len(calls), calls[0].name)
+        if refused is not None:
+            await abort(context, refused)
+        return await self._run(context, len(calls), names, request.ByteSize(), calls, None)
 
     async def resume_batch(
         self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
@@ -95,26 +98,27 @@ class BatchCalls:
         decisions, problem = self._decisions(request, held)
         if problem is not None:
             await abort(context, problem)  # the token stays usable
-        self._paused.take(request.resume_token)
+        pending = len(held.paused.pending_calls)
+        refused = self._service.reserve(pending, held.paused.paused_call.name)
+        if refused is not None:
+            await abort(context, refused)  # the token stays usable: retry later
+        self._paused.take(request.resume_token)  # no await since find(): one resume per token
         remaining = context.time_remaining()
         for call in held.paused.pending_calls:  # the deadlines start again now
             call.deadline, call.timeout = self._service.limits.limits_of(call.name, remaining)
-        pending = len(held.paused.pending_calls)
-        first = held.paused.paused_call.name
-        return await self._run(context, pending, held.names, first, held.paused, decisions)
+        size = held.size + request.ByteSize()
+        return await self._run(context, pending, held.names, size, held.paused, decisions)
 
     async def _run(
         self,
         context: Context,
         count: int,
         names: dict[str, str],
-        first: str,
+        size: int,
         work: list[ToolCall] | Paused,
         decisions: Mapping[str, Decision] | None,
     ) -> pb.CallToolsResponse:
-        refused = self._service.reserve(count, first)
-        if refused is not None:
-            await abort(context, refused)
+        """Run or resume the batch, its ``count`` calls already reserved (released here)."""
         started = time.perf_counter()
         worker = self._registry.worker
         try:
@@ -129,11 +133,21 @@ class BatchCalls:
         if isinstance(outcome, Completed):
             self._log(outcome.results, names, started)
             return pb.CallToolsResponse(completed=self._completed(outcome.results, names))
-        held = self._paused.hold(outcome, names)
+        held = self._paused.hold(outcome, names, size, resumed=isinstance(work, Paused))
         if held is None:
             await abort(context, self._full())
         token, record = held
-        return pb.CallToolsResponse(paused=self._paused_message(token, record))
+        message = self._paused_message(token, record)
+        if message.ByteSize() > self._service.limits.max_output_bytes - 8:
+            self._paused.take(token)
+            await abort(
+                context,
+                _invalid(
+                    f"the paused batch is {message.ByteSize()} bytes, more than a response may "
+                    "carry (--max-message-bytes); nothing ran: send fewer or smaller calls"
+                ),
+            )
+        return pb.CallToolsResponse(paused=message)
 
     def _batch_problem(self, request: pb.CallToolsRequest) -> ErrorStatus | None:
         calls = request.calls
@@ -171,6 +185,7 @@ class BatchCalls:
         self, request: pb.ResumeBatchRequest, held: HeldBatch
     ) -> tuple[dict[str, Decision], ErrorStatus | None]:
         pending = {call.id: call.name for call in held.paused.pending_calls}
+        inputs = {call.id: len(call.input_json.encode()) for call in held.paused.pending_calls}
         decisions: dict[str, Decision] = {}
         for message in request.decisions:
             call_id = message.call_id
@@ -200,11 +215,19 @@ class BatchCalls:
                 if too_large is not None:
                     return decisions, too_large
                 decisions[call_id] = ApproveWithInput(edited)
+                inputs[call_id] = len(edited.encode())
             else:
                 return decisions, _invalid(
                     f"the decision for call {shorten(repr(call_id))} sets none of approve, "
                     "deny or approve_with_input"
                 )
+        limit = self._service.limits.max_output_bytes // 2
+        if sum(inputs.values()) > limit:
+            return decisions, _invalid(
+                f"the edited inputs make the pending calls {sum(inputs.values())} bytes; a "
+                f"paused batch's calls must fit in {limit} (half of --max-message-bytes) to "
+                "come back in a response: edit less"
+            )
         return decisions, None
 
     def _completed(self, results: list[ToolResult], names: dict[str, str]) -> pb.CompletedBatch:

@@ -156,7 +156,8 @@ class DemoTools:
     @tool(title="Who am I", read_only=True, idempotent=True, open_world=False)
     async def whoami(self, context: ToolContext) -> CallIdentity:
         """Report the call as the tool sees it: its id, the tool, the caller's metadata and
-        the seconds left before its deadline."""
+        the seconds left before its deadline. (A demo: it shows metadata values to the model,
+        so send none that are secret to it.)"""
         left = context.time_remaining()
         return CallIdentity(
             call_id=context.call_id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from llmworker import Paused
@@ -27,7 +27,7 @@ class HeldBatch:
     paused: Paused
     names: dict[str, str]
     size: int
-    secret: str
+    secret: str = field(repr=False)
     expires: float  # time.monotonic()
     expires_at: float  # seconds since the epoch, for the client
 
@@ -46,14 +46,18 @@ class PausedBatches:
         self._sweep()
         return len(self._held)
 
-    def hold(self, paused: Paused, names: dict[str, str]) -> tuple[str, HeldBatch] | None:
-        """Keep ``paused``; its token and record, or None when the store is full."""
+    def hold(
+        self, paused: Paused, names: dict[str, str], size: int, *, resumed: bool = False
+    ) -> tuple[str, HeldBatch] | None:
+        """Keep ``paused``, which holds at most ``size`` bytes of requests (the CallTools
+        request, plus the ResumeBatch requests that edited it); its token and record, or
+        None when the store is full. A batch that paused again on resume is kept whatever
+        the limits: refusing it would lose the batch its caller was promised (it freed its
+        place a moment before, so the store outgrows its limits by the resumes in flight at
+        most)."""
         self._sweep()
-        size = sum(
-            len(call.input_json) + sum(len(k) + len(v) for k, v in call.metadata.items())
-            for call in paused.pending_calls
-        )
-        if len(self._held) >= self.limit or self._bytes + size > self.max_bytes:
+        full = len(self._held) >= self.limit or self._bytes + size > self.max_bytes
+        if full and not resumed:
             return None
         key, secret = secrets.token_hex(8), secrets.token_urlsafe(24)
         now = time.monotonic()

@@ -209,7 +209,13 @@ class RegistryService:
             )
         try:
             self._registry.register_remote(
-                meta, lambda: RemoteTool(self._channel(target), meta.name, self._provider_timeout)
+                meta,
+                lambda: RemoteTool(
+                    self._channel(target),
+                    meta.name,
+                    self._provider_timeout,
+                    approved_upstream=meta.requires_approval,  # this server asks the person
+                ),
             )
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))

@@ -274,8 +274,6 @@ class ToolService:
             response = self.response_of(name, output)
             label = "OK"
             return response
-        except ToolServerError.ToolTimeout as error:
-            status = _timed_out(name, error.seconds)
         except ToolServerError as error:
             status = self.failed(name, log_id, error)
         except ToolCallPaused as paused:
@@ -331,6 +329,8 @@ class ToolService:
             return self.crashed(name, call_id, problem)
 
     def _answer(self, name: str, call_id: str, error: ToolError | ToolServerError) -> ErrorStatus:
+        if isinstance(error, ToolServerError.ToolTimeout):  # only the server's timeouts
+            return _timed_out(name, error.seconds)
         status = status_of(error, name)
         cause = unexpected_cause(error)
         if cause is None:

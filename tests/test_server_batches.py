@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import grpc
 import grpc.aio
@@ -21,6 +22,7 @@ from llmworker import (
     Continue,
     Deny,
     Mutable,
+    Pause,
     Paused,
     PreToolCallOutcome,
     RemoteServiceError,
@@ -30,6 +32,7 @@ from llmworker import (
     ToolCallContext,
     ToolContext,
     ToolError,
+    ToolRegistryClient,
     ToolServerError,
     Worker,
     WorkerError,
@@ -39,6 +42,7 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
+from server.paused_batches import PausedBatches
 
 from .grpc_support import RpcFailure, Served, failure_of, serve
 
@@ -409,3 +413,110 @@ async def test_tool_errors_from_a_remote_batch_are_the_same_variants() -> None:
         invalid, missing = outcome.results
         assert isinstance(invalid.error, ToolError.InvalidArgument)
         assert isinstance(missing.error, ToolServerError.ToolNotFound)
+
+
+async def test_an_edited_input_goes_through_the_pre_hooks_again() -> None:
+    def no_etc(context: ToolCallContext) -> PreToolCallOutcome:
+        return Abort("no /etc") if "/etc" in context.call.input_json else Continue()
+
+    asked: list[str] = []
+
+    def ask_once(context: ToolCallContext) -> PreToolCallOutcome:
+        if context.call.id == "b" and "b" not in asked:
+            asked.append("b")
+            return Pause("check b")
+        return Continue()
+
+    tools = BatchTools()
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(tools))
+    worker.add_pre_tool_call_hook(no_etc)
+    worker.add_pre_tool_call_hook(ask_once)
+    calls = [ToolCall("a", "echo", '{"text": "x"}'), ToolCall("b", "echo", '{"text": "y"}')]
+    for edited in ("a", "b"):
+        asked.clear()
+        paused = await worker.call_tools(calls)
+        assert isinstance(paused, Paused)
+        with pytest.raises(ToolBatchAborted, match="no /etc"):
+            await worker.resume(paused, {edited: ApproveWithInput('{"text": "/etc/passwd"}')})
+    assert tools.ran == 0
+
+
+async def test_held_bytes_count_every_call_of_a_paused_batch() -> None:
+    async with batch_server() as (served, stub, _tools):
+        served.app.tools.paused_batches.max_bytes = 100_000
+        unknown = [(f"u{i}", "n" * 1000, "x" * 2000) for i in range(40)]
+        refused = await failure(stub.CallTools(request(("1", "delete", "{}"), *unknown)))
+        assert refused.reason == "PAUSED_BATCHES_FULL"
+
+
+async def test_a_resume_refused_for_load_keeps_its_token() -> None:
+    async with batch_server(max_concurrent_calls=2) as (served, stub, tools):
+        handle = await RemoteToolServerHandle.connect(served.target, call_timeout=10)
+        async with handle:
+            paused = await handle.call_tools(
+                [ToolCall("1", "delete", '{"path": "/a"}'), ToolCall("2", "echo", '{"text": "x"}')]
+            )
+            assert isinstance(paused, Paused)
+            busy = asyncio.ensure_future(
+                stub.CallTool(pb.CallToolRequest(name="sleep", input_json='{"seconds": 0.5}'))
+            )
+            await asyncio.sleep(0.1)
+            with pytest.raises(RemoteServiceError) as raised:
+                await handle.resume(paused, {"1": Approve()})
+            assert raised.value.reason == "CONCURRENCY_LIMIT"
+            await busy
+            with pytest.raises(RemoteServiceError) as raised:  # refused by the server...
+                await handle.resume(paused, {"1": Deny("d" * 2000)})
+            assert raised.value.reason == "INVALID_REQUEST"
+            outcome = await handle.resume(paused, {"1": Approve()})  # ...still resumable
+            assert isinstance(outcome, Completed)
+            assert tools.deleted == ["/a"]
+
+
+async def test_edits_cannot_grow_a_paused_batch_past_a_response() -> None:
+    async with batch_server(max_message_bytes=64 * 1024) as (_, stub, _tools):
+        paused = await stub.CallTools(request(("1", "delete", "{}"), ("2", "delete", "{}")))
+        token = paused.paused.resume_token
+        edit = pb.EditedApproval(input_json=json.dumps({"path": "p" * 40_000}))
+        grow = pb.ResumeBatchRequest(
+            resume_token=token, decisions=[pb.CallDecision(call_id="1", approve_with_input=edit)]
+        )
+        refused = await failure(stub.ResumeBatch(grow, timeout=10))
+        assert refused.reason == "INVALID_REQUEST"
+        again = await stub.ResumeBatch(pb.ResumeBatchRequest(resume_token=token), timeout=10)
+        assert again.WhichOneof("outcome") == "paused"
+
+
+def test_a_held_batch_never_shows_its_secret() -> None:
+    store = PausedBatches(60.0, 10)
+    paused = Paused(
+        object(), pending_calls=(), results=(), awaiting_approval=(),
+        paused_call=ToolCall("1", "x", "{}"), reason="",
+    )  # fmt: skip
+    held = store.hold(paused, {}, 10)
+    assert held is not None
+    token, record = held
+    assert token.split(".")[1] not in repr(record)
+    assert store.take(token) is record
+    assert store.take(token) is None
+
+
+async def test_a_tool_needing_approval_at_a_provider_runs_once_approved_upstream(
+    tmp_path: Path,
+) -> None:
+    async with (
+        batch_server() as (provider, _, provider_tools),
+        serve(internal_socket=tmp_path / "r.sock", token="t") as main,
+    ):
+        found = provider.app.registry.handle.get_tool("delete")
+        assert found is not None
+        async with ToolRegistryClient(main.app.internal_target or "", "t") as registry:
+            await registry.register_tool(found[0], provider.target)
+        async with await RemoteToolServerHandle.connect(main.target) as handle:
+            paused = await handle.call_tools([ToolCall("x", "delete", '{"path": "/p"}')])
+            assert isinstance(paused, Paused)  # the main server asks the person
+            outcome = await handle.resume(paused, {"x": Approve()})
+            assert isinstance(outcome, Completed)
+            assert outcome.results[0].content == "deleted /p"
+    assert provider_tools.deleted == ["/p"]

@@ -511,7 +511,10 @@ class ListDefinitionsSortedResponse(_message.Message):
     UNCHANGED_FIELD_NUMBER: _builtins.int
     fingerprint: _builtins.str
     """Lowercase hex SHA-256 of the canonical JSON array of the definitions (objects with
-    "description", "input_schema" and "name", keys sorted, no whitespace, UTF-8).
+    "description", "input_schema" and "name", and only when set "title", "output_schema",
+    "annotations" (an object of the hints that are set, under their field names, e.g.
+    {"read_only_hint":true}) and "requires_approval" (true); keys sorted, no whitespace,
+    UTF-8).
     """
     unchanged: _builtins.bool
     """True when known_fingerprint equals fingerprint: keep the definitions you have."""
