@@ -384,7 +384,11 @@ async def run_one_call(
         if target is None:
             raise ToolServerError.ToolNotFound(name)
         if not target[0].requires_approval:
-            context = _context(call_id, name, metadata, deadline, timeout)
+            context = (
+                _context(call_id, name, metadata, deadline, timeout)
+                if timeout is not None or type(metadata) is not CallMetadata
+                else ToolContext(call_id, name, metadata, deadline)  # the common case, inline
+            )
             try:
                 return await execute_tool(target[1], input_json, context, timeout)
             except ToolError as error:

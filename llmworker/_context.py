@@ -1,8 +1,9 @@
 """What a tool knows about the call it is running: ``ToolContext`` and ``current_call()``.
 
 A decorator tool receives it by declaring a parameter annotated ``ToolContext`` (any name;
-it is not part of the input schema). Any tool reaches it during ``execute`` through
-``current_call()``:
+it is not part of the input schema). A hand-written Tool reaches it during ``execute``
+through ``current_call()`` (unless its class says ``uses_current_call = False``; the
+decorator's tools without the parameter do, so their calls skip setting it):
 
 >>> async def execute(self, input_json: str) -> str:
 ...     user = current_call().metadata.get("user", "anonymous")

@@ -329,6 +329,7 @@ def _wrapper_class(
 
     class Wrapper:
         __slots__ = ("instance",)
+        uses_current_call = context_parameter is not None
 
         def __init__(self, instance: object) -> None:
             self.instance = instance

@@ -199,7 +199,11 @@ async def execute_tool(
     becomes ``ToolError.Internal`` naming the exception type and never reaches the event
     loop, which would stop.
     """
-    token = CURRENT_CALL.set(context)
+    # A Tool class may declare ``uses_current_call = False`` in its own body (the classes
+    # ``@tool`` generates for methods without a ToolContext parameter do): then
+    # ``current_call()`` is not set for it, a measurable part of a call's cost.
+    uses = type(tool).__dict__.get("uses_current_call", True) is not False
+    token = CURRENT_CALL.set(context) if uses else None
     watched = None if timeout is None else _watch(timeout)
     try:
         result = await tool.execute(input_json)
@@ -217,7 +221,8 @@ async def execute_tool(
     finally:
         if watched is not None:
             _fired(watched)  # if the deadline passed as the tool returned, its result stands
-        CURRENT_CALL.reset(token)
+        if token is not None:
+            CURRENT_CALL.reset(token)
     if isinstance(result, str):
         return result
     return _checked_output(tool, result)

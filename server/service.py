@@ -248,10 +248,12 @@ class ToolService:
             if too_large is not None:
                 await abort(context, too_large)
         call_id, metadata = request.call_id, request.metadata
-        if call_id or metadata:
+        frozen = NO_METADATA
+        if call_id or metadata:  # rare: checked only when present
             problem = call_problem(request)
             if problem is not None:
                 await abort(context, problem)
+            frozen = CallMetadata(dict(metadata)) if metadata else NO_METADATA
         if self._in_flight >= self._limits.max_concurrent_calls:
             await abort(context, self._over_limit(name, 1))
         remaining = cast("float | None", context.time_remaining())  # None: no deadline
@@ -267,11 +269,17 @@ class ToolService:
                 name,
                 input_json,
                 call_id=call_id or log_id,
-                metadata=CallMetadata(dict(metadata)) if metadata else NO_METADATA,
+                metadata=frozen,
                 deadline=deadline,
                 timeout=timeout,
             )
-            response = self.response_of(name, output)
+            if type(output) is str and len(output) <= self._output_surely_fits:
+                try:  # the common case, inline
+                    response = pb.CallToolResponse(output=output)
+                except UnicodeEncodeError:
+                    response = self.response_of(name, output)  # raises what the tool did wrong
+            else:
+                response = self.response_of(name, output)
             label = "OK"
             return response
         except ToolServerError as error:

@@ -426,3 +426,17 @@ async def test_a_hook_pause_carries_its_reason_and_decisions_apply_to_the_paused
 
 def test_tools_are_tools() -> None:
     assert isinstance(ContextReader(), Tool)
+
+
+async def test_decorator_tools_without_the_parameter_run_without_current_call() -> None:
+    @tool_registry
+    class Plain:
+        @tool
+        async def peek(self) -> str:
+            """Reads current_call() without declaring the parameter."""
+            return current_call().call_id
+
+    worker = Worker()
+    worker.register_tools(tool_definitions(Plain()))
+    with pytest.raises(ToolServerError.ToolExecution, match="only available while a tool"):
+        await worker.call_tool("peek", "{}", call_id="p")
