@@ -26,6 +26,7 @@ from ._errors import (
     WorkerError,
     WorkerStateError,
 )
+from ._formats import DefinitionFormat, FormattedDefinitions
 from ._hooks import (
     Abort,
     Continue,
@@ -45,6 +46,7 @@ from ._registry_client import ToolRegistryClient
 from ._remote import RemoteTool, RemoteToolServerHandle, SyncRemoteToolServerHandle
 from ._schema import SchemaStyle
 from ._status import RemoteServiceError
+from ._strict import StrictSchemaError
 from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
@@ -60,8 +62,10 @@ __all__ = [
     "Completed",
     "Continue",
     "Decision",
+    "DefinitionFormat",
     "DefinitionsSnapshot",
     "Deny",
+    "FormattedDefinitions",
     "JsonObject",
     "JsonValue",
     "Locked",
@@ -78,6 +82,7 @@ __all__ = [
     "RemoteToolServerHandle",
     "SchemaStyle",
     "Skip",
+    "StrictSchemaError",
     "SyncRemoteToolServerHandle",
     "Tool",
     "ToolAnnotations",

@@ -11,6 +11,7 @@ from ._context import CURRENT_CALL, ToolContext
 from ._deadlines import TimeoutWatchdog, watchdog
 from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
+from ._formats import DefinitionFormat, FormattedDefinitions, format_definitions
 from ._text import message_of
 from ._tool import Tool, ToolDefinition, ToolOutput, declared_meta
 from ._tool_meta import ToolMeta
@@ -34,11 +35,15 @@ class _Entry(NamedTuple):
 class _Registry:
     """The one map every handle shares, and its definitions sorted by name."""
 
-    __slots__ = ("entries", "sorted")
+    __slots__ = ("entries", "formatted", "sorted")
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
         self.sorted = SortedDefinitions()
+        # Per format: the snapshot it was built from, and the formatted definitions.
+        self.formatted: dict[
+            tuple[DefinitionFormat, bool], tuple[DefinitionsSnapshot, FormattedDefinitions]
+        ] = {}
 
     def put(self, entry: _Entry) -> None:
         self.entries[entry.meta.name] = entry
@@ -118,6 +123,20 @@ class ToolServerHandle:
     def definitions_snapshot(self) -> DefinitionsSnapshot:
         """The sorted definitions with their canonical JSON and fingerprint, cached per change."""
         return self._registry.sorted.snapshot()
+
+    def definitions_for(
+        self, form: DefinitionFormat, *, cache_last: bool = False
+    ) -> FormattedDefinitions:
+        """The sorted definitions in a provider's shape (see ``DefinitionFormat``), built
+        once per registry change. ``StrictSchemaError`` names a tool whose schema a strict
+        format cannot take."""
+        snapshot = self.definitions_snapshot()
+        key = (form, cache_last)
+        cached = self._registry.formatted.get(key)
+        if cached is None or cached[0] is not snapshot:
+            formatted = format_definitions(snapshot.definitions, form, cache_last=cache_last)
+            cached = self._registry.formatted[key] = (snapshot, formatted)
+        return cached[1]
 
     def definitions_fingerprint(self) -> str:
         """The snapshot's fingerprint, kept up to date without building the snapshot: after

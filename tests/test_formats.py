@@ -1,0 +1,168 @@
+"""Definitions in provider shapes, and strict-mode schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from llmworker import (
+    DefinitionFormat,
+    Mutable,
+    StrictSchemaError,
+    ToolFactory,
+    ToolMeta,
+    Worker,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llmworker._strict import strict_schema
+
+from .support import EchoTool
+
+
+class Address(BaseModel):
+    street: str
+    country: str | None = None
+
+
+@tool_registry
+class Zoo:
+    @tool
+    async def ship(
+        self,
+        to: Address,
+        speed: Literal["slow", "fast"] = "slow",
+        items: Annotated[list[str], Field(max_length=5)] | None = None,
+    ) -> str:
+        """Ship things."""
+        return "shipped"
+
+    @tool
+    async def ping(self) -> str:
+        """Ping."""
+        return "pong"
+
+
+def handle_of(*definitions: ToolFactory) -> Worker[Mutable]:
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(definitions)
+    return worker
+
+
+def formatted(worker: Worker[Mutable], form: DefinitionFormat, *, cache_last: bool = False) -> Any:
+    """The formatted definitions, parsed (Any: the tests index into provider shapes)."""
+    handle = worker.tool_server_handle()
+    return json.loads(handle.definitions_for(form, cache_last=cache_last).json)
+
+
+def test_each_format_has_the_providers_shape() -> None:
+    worker = handle_of(*tool_definitions(Zoo()))
+    chat = formatted(worker, DefinitionFormat.OPENAI_CHAT)
+    assert [entry["function"]["name"] for entry in chat] == ["ping", "ship"]
+    assert chat[0] == {
+        "type": "function",
+        "function": {
+            "name": "ping",
+            "description": "Ping.",
+            "parameters": {"additionalProperties": False, "properties": {}, "type": "object"},
+        },
+    }
+    strict_chat = formatted(worker, DefinitionFormat.OPENAI_CHAT_STRICT)
+    assert strict_chat[1]["function"]["strict"] is True
+    responses = formatted(worker, DefinitionFormat.OPENAI_RESPONSES)
+    assert set(responses[0]) == {"type", "name", "description", "parameters", "strict"}
+    assert responses[0]["strict"] is False
+    anthropic = formatted(worker, DefinitionFormat.ANTHROPIC, cache_last=True)
+    assert set(anthropic[0]) == {"name", "description", "input_schema"}
+    assert anthropic[-1]["cache_control"] == {"type": "ephemeral"}
+    gemini = formatted(worker, DefinitionFormat.GEMINI)
+    assert len(gemini) == 1
+    declarations = gemini[0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["ping", "ship"]
+    assert "parametersJsonSchema" in declarations[0]
+
+
+def test_formats_are_byte_stable_and_built_once_per_change() -> None:
+    a = handle_of(*tool_definitions(Zoo()))
+    b = handle_of(*reversed(tool_definitions(Zoo())))
+    for form in DefinitionFormat:
+        first = a.tool_server_handle().definitions_for(form)
+        assert first == b.tool_server_handle().definitions_for(form)
+        assert a.tool_server_handle().definitions_for(form) is first  # cached
+    before = a.tool_server_handle().definitions_for(DefinitionFormat.ANTHROPIC)
+    a.register_tool(ToolFactory(ToolMeta("zzz"), EchoTool))
+    after = a.tool_server_handle().definitions_for(DefinitionFormat.ANTHROPIC)
+    assert after.fingerprint != before.fingerprint
+    assert b'"zzz"' in after.json
+
+
+def test_strict_schemas_close_objects_and_make_optional_fields_nullable() -> None:
+    worker = handle_of(*tool_definitions(Zoo()))
+    meta = worker.tool_server_handle().get_tool("ship")
+    assert meta is not None
+    schema: Any = strict_schema(meta[0].input_schema, "ship")
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["to", "speed", "items"]
+    speed = schema["properties"]["speed"]
+    assert "default" not in json.dumps(speed)
+    assert {"type": "null"} in speed["anyOf"]
+    address = schema["$defs"]["Address"]
+    assert address["additionalProperties"] is False
+    assert address["required"] == ["street", "country"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "path", "problem"),
+    [
+        ({"type": "object", "properties": {"a": {"not": {"type": "string"}}}},
+         "$.properties.a.not", "'not'"),
+        ({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}, {"minLength": 1}]}}},
+         "$.properties.a.allOf", "'allOf'"),
+        ({"type": "object", "patternProperties": {"^x": {}}}, "$.patternProperties",
+         "'patternProperties'"),
+        ({"type": "object", "properties": {"m": {"type": "object",
+                                                  "additionalProperties": {"type": "integer"}}}},
+         "$.properties.m.additionalProperties", "free keys"),
+        ({"type": "object", "properties": {"e": {"enum": list(range(1001))}}}, "$", "enum values"),
+        ({"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5001)}},
+         "$", "properties"),
+    ],
+)  # fmt: skip
+def test_what_strict_mode_cannot_take_is_refused_naming_the_tool_and_path(
+    schema: dict[str, object], path: str, problem: str
+) -> None:
+    with pytest.raises(StrictSchemaError, match=problem) as raised:
+        strict_schema(ToolMeta("t", "", schema).input_schema, "t")
+    assert raised.value.tool == "t"
+    assert raised.value.path == path
+    assert "tool 't'" in str(raised.value)
+
+
+def test_deep_nesting_is_refused_and_one_part_all_of_is_merged() -> None:
+    deep: dict[str, object] = {"type": "string"}
+    for _ in range(11):
+        deep = {"type": "object", "properties": {"x": deep}, "required": ["x"]}
+    with pytest.raises(StrictSchemaError, match="nest deeper"):
+        strict_schema(ToolMeta("t", "", deep).input_schema, "t")
+    merged = strict_schema(
+        ToolMeta(
+            "t", "", {"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}}
+        ).input_schema,
+        "t",
+    )
+    assert merged["properties"] == {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
+
+
+def test_a_strict_format_names_the_tool_it_cannot_take_and_gemini_names_are_checked() -> None:
+    bad = ToolMeta("maps", "", {"type": "object", "additionalProperties": {"type": "string"}})
+    worker = handle_of(ToolFactory(bad, EchoTool))
+    with pytest.raises(StrictSchemaError, match="tool 'maps'"):
+        worker.tool_server_handle().definitions_for(DefinitionFormat.OPENAI_CHAT_STRICT)
+    assert formatted(worker, DefinitionFormat.OPENAI_CHAT)  # the loose format takes it
+    digit = handle_of(ToolFactory(ToolMeta("1tool"), EchoTool))
+    with pytest.raises(ValueError, match="tool '1tool': Gemini takes names"):
+        digit.tool_server_handle().definitions_for(DefinitionFormat.GEMINI)
