@@ -63,6 +63,7 @@ class Reason(enum.StrEnum):
     CALL_DENIED = "CALL_DENIED"
     RESUME_TOKEN_UNKNOWN = "RESUME_TOKEN_UNKNOWN"
     PAUSED_BATCHES_FULL = "PAUSED_BATCHES_FULL"
+    DEFINITION_FORMAT_UNSUPPORTED = "DEFINITION_FORMAT_UNSUPPORTED"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -84,6 +85,7 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.CALL_DENIED: grpc.StatusCode.PERMISSION_DENIED,
     Reason.RESUME_TOKEN_UNKNOWN: grpc.StatusCode.NOT_FOUND,
     Reason.PAUSED_BATCHES_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Reason.DEFINITION_FORMAT_UNSUPPORTED: grpc.StatusCode.FAILED_PRECONDITION,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

@@ -42,7 +42,8 @@ class _Registry:
         self.sorted = SortedDefinitions()
         # Per format: the snapshot it was built from, and the formatted definitions.
         self.formatted: dict[
-            tuple[DefinitionFormat, bool], tuple[DefinitionsSnapshot, FormattedDefinitions]
+            tuple[DefinitionFormat, bool],
+            tuple[DefinitionsSnapshot, FormattedDefinitions | ValueError],
         ] = {}
 
     def put(self, entry: _Entry) -> None:
@@ -129,13 +130,20 @@ class ToolServerHandle:
     ) -> FormattedDefinitions:
         """The sorted definitions in a provider's shape (see ``DefinitionFormat``), built
         once per registry change. ``StrictSchemaError`` names a tool whose schema a strict
-        format cannot take."""
+        format cannot take, ``ValueError`` a name the provider refuses (also once per
+        change: asking again costs nothing)."""
         snapshot = self.definitions_snapshot()
         key = (form, cache_last)
         cached = self._registry.formatted.get(key)
         if cached is None or cached[0] is not snapshot:
-            formatted = format_definitions(snapshot.definitions, form, cache_last=cache_last)
-            cached = self._registry.formatted[key] = (snapshot, formatted)
+            result: FormattedDefinitions | ValueError
+            try:
+                result = format_definitions(snapshot.definitions, form, cache_last=cache_last)
+            except ValueError as error:
+                result = error
+            cached = self._registry.formatted[key] = (snapshot, result)
+        if isinstance(cached[1], ValueError):
+            raise cached[1]
         return cached[1]
 
     def definitions_fingerprint(self) -> str:

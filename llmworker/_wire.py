@@ -5,12 +5,42 @@ from __future__ import annotations
 import json
 from typing import Literal, cast
 
+from ._formats import DefinitionFormat
 from ._json import canonical_json
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot
 from .v1 import tool_pb2, tool_service_pb2
 
-__all__ = ["definition_message", "definitions_response", "meta_from_message"]
+__all__ = [
+    "definition_format",
+    "definition_message",
+    "definitions_response",
+    "format_number",
+    "meta_from_message",
+]
+
+_PREFIX = "DEFINITION_FORMAT_"
+
+
+def definition_format(
+    number: tool_service_pb2.DefinitionFormat.ValueType,
+) -> DefinitionFormat | None:
+    """The format a ``DefinitionFormat`` enum number names (None: unspecified);
+    ``ValueError`` for a number this version does not know."""
+    if number == 0:
+        return None
+    try:
+        return DefinitionFormat[tool_service_pb2.DefinitionFormat.Name(number)[len(_PREFIX) :]]
+    except (ValueError, KeyError):
+        raise ValueError(
+            f"format {number} is not a DefinitionFormat this server knows; use one of "
+            + ", ".join(tool_service_pb2.DefinitionFormat.keys()[1:])
+        ) from None
+
+
+def format_number(form: DefinitionFormat) -> tool_service_pb2.DefinitionFormat.ValueType:
+    """The enum number of ``form`` on the wire."""
+    return tool_service_pb2.DefinitionFormat.Value(_PREFIX + form.name)
 
 
 def definition_message(meta: ToolMeta) -> tool_pb2.ToolDefinition:

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.rpc import status_pb2 as _status_pb2
 from llmworker.v1 import tool_pb2 as _tool_pb2
 import builtins as _builtins
@@ -20,6 +21,65 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _DefinitionFormat:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DefinitionFormatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DefinitionFormat.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DEFINITION_FORMAT_UNSPECIFIED: _DefinitionFormat.ValueType  # 0
+    """The llmworker definitions (ListDefinitionsSortedResponse.definitions)."""
+    DEFINITION_FORMAT_OPENAI_CHAT: _DefinitionFormat.ValueType  # 1
+    """OpenAI Chat Completions `tools`: {"type":"function","function":{"name","description",
+    "parameters"}}.
+    """
+    DEFINITION_FORMAT_OPENAI_CHAT_STRICT: _DefinitionFormat.ValueType  # 2
+    """The same with "strict": true and strict schemas."""
+    DEFINITION_FORMAT_OPENAI_RESPONSES: _DefinitionFormat.ValueType  # 3
+    """OpenAI Responses `tools`: {"type":"function","name","description","parameters",
+    "strict": false}.
+    """
+    DEFINITION_FORMAT_OPENAI_RESPONSES_STRICT: _DefinitionFormat.ValueType  # 4
+    """The same with "strict": true and strict schemas."""
+    DEFINITION_FORMAT_ANTHROPIC: _DefinitionFormat.ValueType  # 5
+    """Anthropic Messages `tools`: {"name","description","input_schema"}."""
+    DEFINITION_FORMAT_ANTHROPIC_STRICT: _DefinitionFormat.ValueType  # 6
+    """The same with "strict": true and strict schemas."""
+    DEFINITION_FORMAT_GEMINI: _DefinitionFormat.ValueType  # 7
+    """Gemini `tools`: [{"functionDeclarations":[{"name","description",
+    "parametersJsonSchema"}]}].
+    """
+
+class DefinitionFormat(_DefinitionFormat, metaclass=_DefinitionFormatEnumTypeWrapper):
+    """A provider's tool-definition shape. *_STRICT applies that provider's strict-mode rules:
+    every object closed ("additionalProperties": false) with all its properties required,
+    optional ones nullable (null selects the default); keywords strict mode rejects refused.
+    """
+
+DEFINITION_FORMAT_UNSPECIFIED: DefinitionFormat.ValueType  # 0
+"""The llmworker definitions (ListDefinitionsSortedResponse.definitions)."""
+DEFINITION_FORMAT_OPENAI_CHAT: DefinitionFormat.ValueType  # 1
+"""OpenAI Chat Completions `tools`: {"type":"function","function":{"name","description",
+"parameters"}}.
+"""
+DEFINITION_FORMAT_OPENAI_CHAT_STRICT: DefinitionFormat.ValueType  # 2
+"""The same with "strict": true and strict schemas."""
+DEFINITION_FORMAT_OPENAI_RESPONSES: DefinitionFormat.ValueType  # 3
+"""OpenAI Responses `tools`: {"type":"function","name","description","parameters",
+"strict": false}.
+"""
+DEFINITION_FORMAT_OPENAI_RESPONSES_STRICT: DefinitionFormat.ValueType  # 4
+"""The same with "strict": true and strict schemas."""
+DEFINITION_FORMAT_ANTHROPIC: DefinitionFormat.ValueType  # 5
+"""Anthropic Messages `tools`: {"name","description","input_schema"}."""
+DEFINITION_FORMAT_ANTHROPIC_STRICT: DefinitionFormat.ValueType  # 6
+"""The same with "strict": true and strict schemas."""
+DEFINITION_FORMAT_GEMINI: DefinitionFormat.ValueType  # 7
+"""Gemini `tools`: [{"functionDeclarations":[{"name","description",
+"parametersJsonSchema"}]}].
+"""
+Global___DefinitionFormat: _TypeAlias = DefinitionFormat  # noqa: Y015
 
 @_typing.final
 class GetToolRequest(_message.Message):
@@ -485,18 +545,32 @@ class ListDefinitionsSortedRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     KNOWN_FINGERPRINT_FIELD_NUMBER: _builtins.int
+    FORMAT_FIELD_NUMBER: _builtins.int
+    ANTHROPIC_CACHE_CONTROL_FIELD_NUMBER: _builtins.int
     known_fingerprint: _builtins.str
-    """The fingerprint the client already holds, if any. When it matches, the response is
-    empty with unchanged = true.
+    """The fingerprint the client already holds, if any (of the same format). When it
+    matches, the response is empty with unchanged = true.
+    """
+    format: Global___DefinitionFormat.ValueType
+    """Unset: the llmworker definitions (`definitions`). Set: the definitions as that
+    provider's request field takes them (`definitions_json`), with that format's
+    fingerprint. A registry a strict format cannot express answers FAILED_PRECONDITION /
+    DEFINITION_FORMAT_UNSUPPORTED naming the tool and the schema path.
+    """
+    anthropic_cache_control: _builtins.bool
+    """With DEFINITION_FORMAT_ANTHROPIC(_STRICT): put "cache_control": {"type": "ephemeral"}
+    on the last tool, so the whole tool list is one prompt-cache prefix.
     """
     def __init__(
         self,
         *,
         known_fingerprint: _builtins.str = ...,
+        format: Global___DefinitionFormat.ValueType = ...,
+        anthropic_cache_control: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["known_fingerprint", b"known_fingerprint"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anthropic_cache_control", b"anthropic_cache_control", "format", b"format", "known_fingerprint", b"known_fingerprint"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -509,6 +583,7 @@ class ListDefinitionsSortedResponse(_message.Message):
     DEFINITIONS_FIELD_NUMBER: _builtins.int
     FINGERPRINT_FIELD_NUMBER: _builtins.int
     UNCHANGED_FIELD_NUMBER: _builtins.int
+    DEFINITIONS_JSON_FIELD_NUMBER: _builtins.int
     fingerprint: _builtins.str
     """Lowercase hex SHA-256 of the canonical JSON array of the definitions (objects with
     "description", "input_schema" and "name", and only when set "title", "output_schema",
@@ -518,6 +593,11 @@ class ListDefinitionsSortedResponse(_message.Message):
     """
     unchanged: _builtins.bool
     """True when known_fingerprint equals fingerprint: keep the definitions you have."""
+    definitions_json: _builtins.str
+    """With a format: the definitions array as canonical UTF-8 JSON text, sorted by name,
+    byte-identical whatever the registration order (prompt caches hit); `fingerprint` is
+    its SHA-256. Empty without a format, or when unchanged is true.
+    """
     @_builtins.property
     def definitions(self) -> _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]:
         """Sorted by name. Empty when unchanged is true."""
@@ -528,10 +608,11 @@ class ListDefinitionsSortedResponse(_message.Message):
         definitions: _abc.Iterable[_tool_pb2.ToolDefinition] | None = ...,
         fingerprint: _builtins.str = ...,
         unchanged: _builtins.bool = ...,
+        definitions_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definitions", b"definitions", "fingerprint", b"fingerprint", "unchanged", b"unchanged"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definitions", b"definitions", "definitions_json", b"definitions_json", "fingerprint", b"fingerprint", "unchanged", b"unchanged"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -54,6 +54,8 @@ class ToolServiceStub:
     RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
     PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
     batches; nothing ran, retry later
+    DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
+    requested (strict) format or name rules
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -124,6 +126,8 @@ class ToolServiceServicer:
     RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
     PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
     batches; nothing ran, retry later
+    DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
+    requested (strict) format or name rules
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -236,6 +240,8 @@ class ToolService:
     RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
     PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
     batches; nothing ran, retry later
+    DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
+    requested (strict) format or name rules
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the

@@ -41,6 +41,8 @@ class ToolServiceStub:
       RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
       PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
                                                   batches; nothing ran, retry later
+      DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
+                                                  requested (strict) format or name rules
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -95,6 +97,8 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       RESUME_TOKEN_UNKNOWN   NOT_FOUND            the resume token is unknown, expired or used
       PAUSED_BATCHES_FULL    RESOURCE_EXHAUSTED   the server holds --max-paused-batches paused
                                                   batches; nothing ran, retry later
+      DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
+                                                  requested (strict) format or name rules
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
