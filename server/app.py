@@ -19,11 +19,12 @@ from .call_log import CallLog
 from .config import ServerConfig, default_internal_socket
 from .demo_tools import DemoTools
 from .drain import DrainGate
+from .limits import CallLimits
 from .loading import load_definitions
 from .paused_batches import PausedBatches
 from .reflection import enable_reflection
 from .registry import Registry, RegistryService
-from .service import CallLimits, ToolService
+from .service import ToolService
 
 __all__ = ["ServerApp"]
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Final, cast
 
 import grpc.aio
@@ -23,8 +21,7 @@ from llmworker import (
 from llmworker._context import NO_METADATA, CallMetadata
 from llmworker._status import ErrorStatus, Reason, status_of
 from llmworker._text import message_of, shorten
-from llmworker._tool_server import DefinitionsSnapshot
-from llmworker._wire import definition_message, definitions_response
+from llmworker._wire import definition_message
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .batches import BatchCalls
@@ -32,6 +29,8 @@ from .call_log import CallLog
 from .call_requests import aborted_status, call_problem
 from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
+from .limits import CallLimits
+from .listing import DefinitionListing
 from .paused_batches import PausedBatches
 from .registry import Registry
 from .rpc import (
@@ -46,59 +45,12 @@ from .rpc import (
     unary,
 )
 
-__all__ = ["CallLimits", "ToolService"]
+__all__ = ["ToolService"]
 
 _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
     Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
 )
-
-
-@dataclass(slots=True)
-class CallLimits:
-    """Timeouts (global and per tool, seconds; None for none), the in-flight call limit, the
-    input size limits (global and per tool) and the output limit, in bytes of UTF-8."""
-
-    call_timeout: float | None
-    tool_timeouts: Mapping[str, float]
-    max_concurrent_calls: int
-    max_input_bytes: int = 1024 * 1024
-    tool_max_input_bytes: Mapping[str, int] = field(default_factory=dict[str, int])
-    max_output_bytes: int = 4 * 1024 * 1024 - 16  # the message limit less the field's framing
-    max_batch_calls: int = 128
-
-    def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
-        """The server's timeout for a call to ``tool`` when it ends the call before the
-        client's deadline does; None when there is none or gRPC's deadline comes first."""
-        timeout = self.tool_timeouts.get(tool, self.call_timeout)
-        if timeout is None or (deadline_remaining is not None and deadline_remaining <= timeout):
-            return None
-        return timeout
-
-    def limits_of(
-        self, tool: str, deadline_remaining: float | None
-    ) -> tuple[float | None, float | None]:
-        """The client's deadline of a call to ``tool`` starting now (``time.monotonic()``;
-        gRPC enforces it) and the server's timeout when that ends the call first (the
-        library enforces it)."""
-        deadline = None if deadline_remaining is None else time.monotonic() + deadline_remaining
-        return deadline, self.server_timeout(tool, deadline_remaining)
-
-    def input_too_large(self, tool: str, input_json: str) -> ErrorStatus | None:
-        """The refusal of an input over the tool's limit, or None when it fits."""
-        limit = self.tool_max_input_bytes.get(tool, self.max_input_bytes)
-        if len(input_json) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
-            return None
-        size = len(input_json.encode())
-        if size <= limit:
-            return None
-        return ErrorStatus.of(
-            Reason.INVALID_REQUEST,
-            f"input_json of the call to '{shorten(tool)}' is {size} bytes; this server takes "
-            f"at most {limit} (--max-input-bytes, --tool-max-input-bytes); send less, or "
-            "raise the limit",
-            tool=shorten(tool),
-        )
 
 
 class ToolService:
@@ -127,7 +79,7 @@ class ToolService:
         )
         self._output_surely_fits = limits.max_output_bytes // 4
         self._call_ids = itertools.count()
-        self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
+        self._listing = DefinitionListing(registry)
         held = paused if paused is not None else PausedBatches(900.0, 1000)
         self._batches = BatchCalls(self, registry, held)
 
@@ -164,7 +116,9 @@ class ToolService:
                     pb.CallToolResponse.SerializeToString,
                 ),
                 "ListDefinitionsSorted": unary(
-                    guarded(self.list_definitions_sorted, "ListDefinitionsSorted", self._gate),
+                    guarded(
+                        self._listing.list_definitions_sorted, "ListDefinitionsSorted", self._gate
+                    ),
                     pb.ListDefinitionsSortedRequest.FromString,
                     _as_is,
                 ),
@@ -217,20 +171,6 @@ class ToolService:
         if found is None:
             await abort(context, status_of(ToolServerError.ToolNotFound(name), name))
         return pb.GetToolResponse(definition=definition_message(found[0]))
-
-    async def list_definitions_sorted(
-        self, request: pb.ListDefinitionsSortedRequest | MalformedRequest, context: Context
-    ) -> bytes:
-        if isinstance(request, MalformedRequest):
-            await abort_malformed(context, request)
-        snapshot = self._registry.handle.definitions_snapshot()
-        cached = self._definitions
-        if cached is None or cached[0] is not snapshot:
-            unchanged = pb.ListDefinitionsSortedResponse(
-                fingerprint=snapshot.fingerprint, unchanged=True
-            ).SerializeToString()
-            cached = self._definitions = (snapshot, definitions_response(snapshot), unchanged)
-        return cached[2] if request.known_fingerprint == snapshot.fingerprint else cached[1]
 
     async def call_tool(
         self, request: pb.CallToolRequest | MalformedRequest, context: Context
