@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
+import grpc
+import grpc.aio
 import pytest
 from pydantic import BaseModel, Field
 
@@ -20,7 +23,11 @@ from llmworker import (
     tool_registry,
 )
 from llmworker._strict import strict_schema
+from llmworker._wire import format_number
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
 
+from .grpc_support import failure_of, serve
 from .support import EchoTool
 
 
@@ -166,3 +173,82 @@ def test_a_strict_format_names_the_tool_it_cannot_take_and_gemini_names_are_chec
     digit = handle_of(ToolFactory(ToolMeta("1tool"), EchoTool))
     with pytest.raises(ValueError, match="tool '1tool': Gemini takes names"):
         digit.tool_server_handle().definitions_for(DefinitionFormat.GEMINI)
+
+
+class Parcel(BaseModel):
+    weight: float
+    postcode: str = "00000"
+    fragile: bool = False
+
+
+@tool_registry
+class Post:
+    @tool
+    async def send(self, parcel: Parcel, note: str = "") -> str:
+        """Send a parcel."""
+        return f"{parcel.postcode}/{parcel.fragile}/{note or '-'}"
+
+
+async def test_null_for_a_top_level_optional_argument_selects_its_default() -> None:
+    worker = handle_of(*tool_definitions(Post()))
+    definitions = formatted(worker, DefinitionFormat.OPENAI_CHAT_STRICT)
+    parameters = definitions[0]["function"]["parameters"]
+    assert parameters["required"] == ["parcel", "note"]
+    parcel = parameters["$defs"]["Parcel"]
+    assert parcel["required"] == ["weight", "postcode", "fragile"]
+    assert {"type": "null"} in parcel["properties"]["postcode"]["anyOf"]
+    call = '{"parcel": {"weight": 1.5}, "note": null}'
+    assert await worker.call_tool("send", call) == "00000/False/-"
+    assert await worker.call_tool("send", '{"parcel": {"weight": 1, "postcode": "X1"}}') == (
+        "X1/False/-"
+    )
+
+
+async def test_the_server_sends_each_format_built_once_with_its_fingerprint() -> None:
+    async with (
+        serve(worker=handle_of(*tool_definitions(Zoo()))) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        local = served.app.registry.handle
+        for form in DefinitionFormat:
+            request = pb.ListDefinitionsSortedRequest(format=format_number(form))
+            reply = await stub.ListDefinitionsSorted(request, timeout=10)
+            expected = local.definitions_for(form)
+            assert reply.definitions_json.encode() == expected.json
+            assert reply.fingerprint == hashlib.sha256(expected.json).hexdigest()
+            assert not reply.definitions
+            request.known_fingerprint = reply.fingerprint
+            again = await stub.ListDefinitionsSorted(request, timeout=10)
+            assert again.unchanged
+            assert not again.definitions_json
+        cached = pb.ListDefinitionsSortedRequest(
+            format=format_number(DefinitionFormat.ANTHROPIC), anthropic_cache_control=True
+        )
+        reply = await stub.ListDefinitionsSorted(cached, timeout=10)
+        assert json.loads(reply.definitions_json)[-1]["cache_control"] == {"type": "ephemeral"}
+        plain = await stub.ListDefinitionsSorted(pb.ListDefinitionsSortedRequest(), timeout=10)
+        assert plain.definitions
+        assert not plain.definitions_json
+
+
+async def test_a_format_the_registry_cannot_take_or_an_unknown_one_gets_a_reason() -> None:
+    bad = ToolMeta("maps", "", {"type": "object", "additionalProperties": {"type": "string"}})
+    async with (
+        serve(worker=handle_of(ToolFactory(bad, EchoTool))) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        strict = format_number(DefinitionFormat.OPENAI_CHAT_STRICT)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.ListDefinitionsSorted(pb.ListDefinitionsSortedRequest(format=strict))
+        failure = failure_of(caught.value)
+        assert (failure.code, failure.reason) == (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "DEFINITION_FORMAT_UNSUPPORTED",
+        )
+        assert "tool 'maps'" in failure.message
+        unknown = pb.ListDefinitionsSortedRequest(format=cast("pb.DefinitionFormat.ValueType", 99))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.ListDefinitionsSorted(unknown)
+        assert failure_of(caught.value).reason == "INVALID_REQUEST"

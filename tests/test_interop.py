@@ -14,7 +14,14 @@ from pathlib import Path
 import grpc.aio
 import pytest
 
-from llmworker import RemoteToolServerHandle, ToolError, ToolServerError, Worker, tool_definitions
+from llmworker import (
+    DefinitionFormat,
+    RemoteToolServerHandle,
+    ToolError,
+    ToolServerError,
+    Worker,
+    tool_definitions,
+)
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from server.demo_tools import DemoTools
@@ -24,6 +31,7 @@ from .grpc_support import REPO, serve
 GO_BINARY = REPO / "tests/interop/go/bin/interop"
 NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
 NODE_AGENT = REPO / "tests/interop/node/agent.mjs"
+NODE_FORMATS = REPO / "tests/interop/node/formats.mjs"
 NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
 TOKEN = "interop-token"
 CHECKS = [
@@ -102,6 +110,46 @@ async def test_an_agent_in_another_language_runs_batches_with_approval(language:
         for check in AGENT_CHECKS:
             assert check in output, output
         assert served.app.tools.in_flight == 0
+
+
+FORMAT_CHECKS = [
+    "OK formats openai_chat_strict",
+    "OK formats anthropic",
+    "OK formats unchanged for a known fingerprint",
+    "OK formats unknown format refused",
+]
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_provider_formats_over_grpc_are_the_bytes_python_makes(
+    language: str, tmp_path: Path
+) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    handle = worker.tool_server_handle()
+    (tmp_path / "openai_chat_strict.json").write_bytes(
+        handle.definitions_for(DefinitionFormat.OPENAI_CHAT_STRICT).json
+    )
+    (tmp_path / "anthropic.json").write_bytes(
+        handle.definitions_for(DefinitionFormat.ANTHROPIC, cache_last=True).json
+    )
+    async with serve(worker=worker) as served:
+        if language == "go":
+            command = [
+                str(GO_BINARY),
+                "formats",
+                "-target",
+                served.target,
+                "-expect",
+                str(tmp_path),
+            ]
+        else:
+            command = ["node", str(NODE_FORMATS), served.target, str(tmp_path)]
+        code, output = await run(*command)
+    assert code == 0, output
+    for check in FORMAT_CHECKS:
+        assert check in output, output
 
 
 async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 //	interop client   -target HOST:PORT -fingerprint HEX
 //	interop provider -registry unix:///path.sock -token TOKEN
 //	interop agent    -target HOST:PORT
+//	interop formats  -target HOST:PORT -expect DIR
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -41,8 +42,14 @@ func main() {
 		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
 		_ = flags.Parse(os.Args[2:])
 		err = runAgent(*target)
+	case "formats":
+		flags := flag.NewFlagSet("formats", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		expect := flags.String("expect", "", "directory of the definitions Python produced")
+		_ = flags.Parse(os.Args[2:])
+		err = runFormats(*target, *expect)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider or agent", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent or formats", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
