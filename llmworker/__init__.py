@@ -5,6 +5,7 @@ batches through pre- and post-call hooks; a ``ToolServerHandle`` reaches the sam
 anywhere in the application.
 """
 
+from ._adapters import tool_calls_from, tool_results_message
 from ._batch import BatchOutcome, Completed, Paused
 from ._context import CallMetadata, ToolContext, current_call
 from ._decisions import Approve, ApproveWithInput, Decision, Deny
@@ -111,6 +112,8 @@ __all__ = [
     "definition_of",
     "description",
     "tool",
+    "tool_calls_from",
     "tool_definitions",
     "tool_registry",
+    "tool_results_message",
 ]

@@ -1,0 +1,222 @@
+"""A model's tool calls in, the results message out: pure functions over the providers' JSON.
+
+>>> calls = tool_calls_from(DefinitionFormat.ANTHROPIC, response["content"])
+>>> outcome = await worker.call_tools(calls)
+>>> messages.append(tool_results_message(DefinitionFormat.ANTHROPIC, outcome.results))
+
+No provider SDK is needed: model output is the JSON (text, or parsed) the API returned.
+OpenAI Chat takes the assistant message or its ``tool_calls``; Responses the ``output``
+items (or the response); Anthropic the assistant message or its ``content`` blocks; Gemini a
+candidate's ``content``, its ``parts``, or the response (its first candidate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from ._formats import DefinitionFormat
+from ._hooks import ToolCall, ToolResult
+from ._json import JsonValue, canonical_json
+from ._text import shorten
+
+__all__ = ["tool_calls_from", "tool_results_message"]
+
+_OPENAI_CHAT = (DefinitionFormat.OPENAI_CHAT, DefinitionFormat.OPENAI_CHAT_STRICT)
+_OPENAI_RESPONSES = (DefinitionFormat.OPENAI_RESPONSES, DefinitionFormat.OPENAI_RESPONSES_STRICT)
+_ANTHROPIC = (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
+
+
+class _Reader:
+    """Typed access to untrusted JSON, with errors naming the path."""
+
+    def __init__(self, form: DefinitionFormat) -> None:
+        self.form = form
+
+    def fail(self, path: str, problem: str) -> ValueError:
+        return ValueError(
+            f"{self.form.value} model output, {path}: {problem}; pass the JSON the provider's "
+            "API returned"
+        )
+
+    def mapping(self, value: object, path: str) -> Mapping[str, object]:
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"expected an object, got {type(value).__name__}")
+        return cast("Mapping[str, object]", value)
+
+    def array(self, value: object, path: str) -> Sequence[object]:
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected an array, got {type(value).__name__}")
+        return cast("list[object]", value)
+
+    def string(self, value: object, path: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(path, f"expected a string, got {type(value).__name__}")
+        return value
+
+
+def tool_calls_from(form: DefinitionFormat, model_output: object) -> list[ToolCall]:
+    """The tool calls in ``model_output`` (JSON text or parsed), in the model's order;
+    ``ValueError`` names the path of anything malformed."""
+    reader = _Reader(form)
+    output: object = model_output
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except (ValueError, RecursionError) as error:
+            raise reader.fail("$", f"not JSON ({shorten(str(error), 200)})") from None
+    if form in _OPENAI_CHAT:
+        return _openai_chat(reader, output)
+    if form in _OPENAI_RESPONSES:
+        return _openai_responses(reader, output)
+    if form in _ANTHROPIC:
+        return _anthropic(reader, output)
+    return _gemini(reader, output)
+
+
+def _items(reader: _Reader, output: object, key: str) -> tuple[Sequence[object], str]:
+    """The list under ``key`` of an object, or ``output`` itself when it is the list."""
+    if _is_object(output):
+        container = reader.mapping(output, "$")
+        return reader.array(container.get(key, []), f"$.{key}"), f"$.{key}"
+    return reader.array(output, "$"), "$"
+
+
+def _is_object(value: object) -> bool:
+    """Whether ``value`` is a JSON object (without narrowing it to an unknown Mapping)."""
+    return isinstance(value, Mapping)
+
+
+def _openai_chat(reader: _Reader, output: object) -> list[ToolCall]:
+    items, path = _items(reader, output, "tool_calls")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        call = reader.mapping(item, where)
+        function = reader.mapping(call.get("function"), f"{where}.function")
+        calls.append(
+            ToolCall(
+                reader.string(call.get("id"), f"{where}.id"),
+                reader.string(function.get("name"), f"{where}.function.name"),
+                reader.string(function.get("arguments"), f"{where}.function.arguments"),
+            )
+        )
+    return calls
+
+
+def _openai_responses(reader: _Reader, output: object) -> list[ToolCall]:
+    items, path = _items(reader, output, "output")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        entry = reader.mapping(item, where)
+        if entry.get("type") != "function_call":
+            continue  # messages, reasoning and other output items
+        calls.append(
+            ToolCall(
+                reader.string(entry.get("call_id"), f"{where}.call_id"),
+                reader.string(entry.get("name"), f"{where}.name"),
+                reader.string(entry.get("arguments"), f"{where}.arguments"),
+            )
+        )
+    return calls
+
+
+def _anthropic(reader: _Reader, output: object) -> list[ToolCall]:
+    items, path = _items(reader, output, "content")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        block = reader.mapping(item, where)
+        if block.get("type") != "tool_use":
+            continue  # text and thinking blocks
+        arguments = reader.mapping(block.get("input"), f"{where}.input")
+        calls.append(
+            ToolCall(
+                reader.string(block.get("id"), f"{where}.id"),
+                reader.string(block.get("name"), f"{where}.name"),
+                canonical_json(cast("JsonValue", dict(arguments))).decode(),
+            )
+        )
+    return calls
+
+
+def _gemini(reader: _Reader, output: object) -> list[ToolCall]:
+    response: Mapping[str, object] = reader.mapping(output, "$") if _is_object(output) else {}
+    if "candidates" in response:
+        candidates = reader.array(response["candidates"], "$.candidates")
+        if not candidates:
+            return []
+        output = reader.mapping(candidates[0], "$.candidates[0]").get("content", {})
+    items, path = _items(reader, output, "parts")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        part = reader.mapping(item, where)
+        if "functionCall" not in part:
+            continue
+        call = reader.mapping(part["functionCall"], f"{where}.functionCall")
+        name = reader.string(call.get("name"), f"{where}.functionCall.name")
+        arguments = reader.mapping(call.get("args", {}), f"{where}.functionCall.args")
+        given = call.get("id")
+        call_id = given if isinstance(given, str) and given else f"gemini-{index}-{name}"
+        calls.append(
+            ToolCall(call_id, name, canonical_json(cast("JsonValue", dict(arguments))).decode())
+        )
+    return calls
+
+
+def tool_results_message(
+    form: DefinitionFormat,
+    results: Sequence[ToolResult],
+    calls: Sequence[ToolCall] = (),
+) -> JsonValue:
+    """What to append to the conversation for ``results``: OpenAI Chat ``tool`` messages,
+    Responses ``function_call_output`` items, one Anthropic user message of ``tool_result``
+    blocks, or one Gemini user content of ``functionResponse`` parts (Gemini answers by
+    tool name: pass the ``calls`` the results answer)."""
+    if form in _OPENAI_CHAT:
+        return [
+            {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+            for result in results
+        ]
+    if form in _OPENAI_RESPONSES:
+        return [
+            {"type": "function_call_output", "call_id": result.call_id, "output": result.content}
+            for result in results
+        ]
+    if form in _ANTHROPIC:
+        blocks: list[JsonValue] = []
+        for result in results:
+            block: dict[str, JsonValue] = {
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content,
+            }
+            if result.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+        return {"role": "user", "content": blocks}
+    return {"role": "user", "parts": _gemini_parts(results, calls)}
+
+
+def _gemini_parts(results: Sequence[ToolResult], calls: Sequence[ToolCall]) -> list[JsonValue]:
+    names = {call.id: call.name for call in calls}
+    parts: list[JsonValue] = []
+    for result in results:
+        name = names.get(result.call_id)
+        if name is None:
+            raise ValueError(
+                f"gemini results: no call with id '{shorten(result.call_id)}' among the calls "
+                "passed; Gemini answers a call by its tool name, so pass the calls too"
+            )
+        response: JsonValue
+        if result.is_error:
+            response = {"error": result.content}
+        elif result.structured is not None:
+            response = result.structured
+        else:
+            response = {"output": result.content}
+        parts.append({"functionResponse": {"name": name, "response": response}})
+    return parts
