@@ -75,6 +75,13 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
     ) -> pb.CallToolsResponse:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the floor never pauses")
 
+    async def RunProviderToolCalls(
+        self,
+        request: pb.RunProviderToolCallsRequest,
+        context: Context[pb.RunProviderToolCallsRequest, pb.RunProviderToolCallsResponse],
+    ) -> pb.RunProviderToolCallsResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the floor reads no provider JSON")
+
 
 def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:
     worker = Worker()

@@ -26,9 +26,14 @@ from llmworker import (
     ToolOutput,
     ToolResult,
     ToolServerError,
+    canonical_json,
+    tool_calls_from,
+    tool_results_message,
 )
+from llmworker._formats import DefinitionFormat
 from llmworker._status import ErrorStatus, Reason
 from llmworker._text import shorten
+from llmworker._wire import definition_format
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .call_requests import aborted_status, call_metadata, call_problem
@@ -66,6 +71,63 @@ class BatchCalls:
     ) -> pb.CallToolsResponse:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
+        return await self._start(request, context, None)
+
+    async def run_provider_tool_calls(
+        self, request: pb.RunProviderToolCallsRequest | MalformedRequest, context: Context
+    ) -> pb.RunProviderToolCallsResponse:
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        batch, form, problem = self._provider_batch(request)
+        if problem is not None:
+            await abort(context, problem)
+        assert form is not None
+        response = await self._start(batch, context, form)
+        if response.WhichOneof("outcome") == "paused":
+            return pb.RunProviderToolCallsResponse(paused=response.paused)
+        message = response.completed.results_message_json
+        return pb.RunProviderToolCallsResponse(results_message_json=message)
+
+    def _provider_batch(
+        self, request: pb.RunProviderToolCallsRequest
+    ) -> tuple[pb.CallToolsRequest, DefinitionFormat | None, ErrorStatus | None]:
+        """The CallTools batch a provider's model output holds, or the refusal."""
+        empty = pb.CallToolsRequest()
+        try:
+            form = definition_format(request.format)
+        except ValueError as error:
+            return empty, None, _invalid(str(error))
+        if form is None:
+            return empty, None, _invalid("set format: the provider format of model_output_json")
+        output = request.model_output_json
+        too_large = self._service.limits.input_too_large("RunProviderToolCalls", output)
+        if too_large is not None:
+            return empty, None, too_large
+        try:
+            calls = tool_calls_from(form, output)
+        except ValueError as error:
+            return empty, None, _invalid(str(error))
+        if not calls:
+            return (
+                empty,
+                None,
+                _invalid(
+                    f"model_output_json holds no {form.value} tool calls; send the model's "
+                    "response only when it calls tools"
+                ),
+            )
+        metadata = dict(request.metadata)
+        messages = [
+            pb.CallToolRequest(
+                call_id=call.id, name=call.name, input_json=call.input_json, metadata=metadata
+            )
+            for call in calls
+        ]
+        return pb.CallToolsRequest(calls=messages), form, None
+
+    async def _start(
+        self, request: pb.CallToolsRequest, context: Context, form: DefinitionFormat | None
+    ) -> pb.CallToolsResponse:
         problem = self._batch_problem(request)
         if problem is not None:
             await abort(context, problem)
@@ -85,7 +147,8 @@ class BatchCalls:
         refused = self._service.reserve(len(calls), calls[0].name)
         if refused is not None:
             await abort(context, refused)
-        return await self._run(context, len(calls), names, request.ByteSize(), calls, None)
+        size = request.ByteSize()
+        return await self._run(context, len(calls), names, size, calls, None, form)
 
     async def resume_batch(
         self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
@@ -107,7 +170,9 @@ class BatchCalls:
         for call in held.paused.pending_calls:  # the deadlines start again now
             call.deadline, call.timeout = self._service.limits.limits_of(call.name, remaining)
         size = held.size + request.ByteSize()
-        return await self._run(context, pending, held.names, size, held.paused, decisions)
+        return await self._run(
+            context, pending, held.names, size, held.paused, decisions, held.form
+        )
 
     async def _run(
         self,
@@ -117,6 +182,7 @@ class BatchCalls:
         size: int,
         work: list[ToolCall] | Paused,
         decisions: Mapping[str, Decision] | None,
+        form: DefinitionFormat | None,
     ) -> pb.CallToolsResponse:
         """Run or resume the batch, its ``count`` calls already reserved (released here)."""
         started = time.perf_counter()
@@ -132,8 +198,15 @@ class BatchCalls:
             self._service.release(count)
         if isinstance(outcome, Completed):
             self._log(outcome.results, names, started)
-            return pb.CallToolsResponse(completed=self._completed(outcome.results, names))
-        held = self._paused.hold(outcome, names, size, resumed=isinstance(work, Paused))
+            completed = self._completed(outcome.results, names)
+            if form is not None:  # the batch came from RunProviderToolCalls
+                calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "")
+                         for result in outcome.results]  # fmt: skip
+                appended = tool_results_message(form, outcome.results, calls)
+                completed.results_message_json = canonical_json(appended).decode()
+            return pb.CallToolsResponse(completed=completed)
+        resumed = isinstance(work, Paused)
+        held = self._paused.hold(outcome, names, size, resumed=resumed, form=form)
         if held is None:
             await abort(context, self._full())
         token, record = held

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Final
 
-from llmworker import Paused
+from llmworker import DefinitionFormat, Paused
 
 __all__ = ["HeldBatch", "PausedBatches"]
 
@@ -30,6 +30,7 @@ class HeldBatch:
     secret: str = field(repr=False)
     expires: float  # time.monotonic()
     expires_at: float  # seconds since the epoch, for the client
+    form: DefinitionFormat | None = None  # set for a batch from RunProviderToolCalls
 
 
 class PausedBatches:
@@ -47,7 +48,13 @@ class PausedBatches:
         return len(self._held)
 
     def hold(
-        self, paused: Paused, names: dict[str, str], size: int, *, resumed: bool = False
+        self,
+        paused: Paused,
+        names: dict[str, str],
+        size: int,
+        *,
+        resumed: bool = False,
+        form: DefinitionFormat | None = None,
     ) -> tuple[str, HeldBatch] | None:
         """Keep ``paused``, which holds at most ``size`` bytes of requests (the CallTools
         request, plus the ResumeBatch requests that edited it); its token and record, or
@@ -61,7 +68,7 @@ class PausedBatches:
             return None
         key, secret = secrets.token_hex(8), secrets.token_urlsafe(24)
         now = time.monotonic()
-        held = HeldBatch(paused, names, size, secret, now + self.ttl, time.time() + self.ttl)
+        held = HeldBatch(paused, names, size, secret, now + self.ttl, time.time() + self.ttl, form)
         self._held[key] = held
         self._bytes += size
         return f"{key}.{secret}", held

@@ -127,6 +127,13 @@ class ToolService:
                     pb.CallToolsRequest.FromString,
                     pb.CallToolsResponse.SerializeToString,
                 ),
+                "RunProviderToolCalls": unary(
+                    guarded(
+                        self._batches.run_provider_tool_calls, "RunProviderToolCalls", self._gate
+                    ),
+                    pb.RunProviderToolCallsRequest.FromString,
+                    pb.RunProviderToolCallsResponse.SerializeToString,
+                ),
                 "ResumeBatch": unary(
                     guarded(self._batches.resume_batch, "ResumeBatch", self._gate),
                     pb.ResumeBatchRequest.FromString,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import grpc.aio
 import pytest
 
 from llmworker import (
@@ -17,7 +18,12 @@ from llmworker import (
     tool_definitions,
     tool_results_message,
 )
+from llmworker._wire import format_number
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.demo_tools import DemoTools
 
+from .grpc_support import failure_of, serve
 from .server_tools import ServerTestTools
 
 
@@ -132,3 +138,84 @@ def test_malformed_model_output_names_the_path(
 ) -> None:
     with pytest.raises(ValueError, match=path):
         tool_calls_from(form, output)
+
+
+async def test_the_server_runs_a_models_tool_calls_and_answers_in_its_format() -> None:
+    demo: Worker[Mutable] = Worker()
+    demo.register_tools(tool_definitions(DemoTools()))
+    async with (
+        serve(worker=demo) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        chat = {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "echo", "arguments": '{"text": "hi"}'}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "no_such_tool", "arguments": "{}"}},
+        ]}  # fmt: skip
+        reply = await stub.RunProviderToolCalls(
+            pb.RunProviderToolCallsRequest(
+                format=format_number(DefinitionFormat.OPENAI_CHAT),
+                model_output_json=json.dumps(chat),
+            ),
+            timeout=10,
+        )
+        assert reply.results_message_json == (
+            '[{"content":"hi","role":"tool","tool_call_id":"call_1"},'
+            '{"content":"Tool \'no_such_tool\' not found","role":"tool",'
+            '"tool_call_id":"call_2"}]'
+        )
+        await stub.CallTool(pb.CallToolRequest(name="kv_set", input_json='{"key":"a","value":"1"}'))
+        content: list[dict[str, object]] = [
+            {"type": "tool_use", "id": "toolu_1", "name": "whoami", "input": {}},
+            {"type": "tool_use", "id": "toolu_2", "name": "kv_delete", "input": {"key": "a"}},
+        ]
+        paused = await stub.RunProviderToolCalls(
+            pb.RunProviderToolCallsRequest(
+                format=format_number(DefinitionFormat.ANTHROPIC),
+                model_output_json=json.dumps({"role": "assistant", "content": content}),
+                metadata={"user": "ada"},
+            ),
+            timeout=10,
+        )
+        assert paused.WhichOneof("outcome") == "paused"
+        assert [call.awaiting_approval for call in paused.paused.pending_calls] == [False, True]
+        approve = pb.CallDecision(call_id="toolu_2", approve=pb.Approval())
+        done = await stub.ResumeBatch(
+            pb.ResumeBatchRequest(resume_token=paused.paused.resume_token, decisions=[approve]),
+            timeout=10,
+        )
+        message = json.loads(done.completed.results_message_json)
+        assert message["role"] == "user"
+        first, second = message["content"]
+        assert json.loads(first["content"])["metadata"] == {"user": "ada"}
+        assert (second["tool_use_id"], second["content"]) == ("toolu_2", "deleted")
+        plain = await stub.CallTools(
+            pb.CallToolsRequest(calls=[pb.CallToolRequest(call_id="x", name="echo",
+                                                          input_json='{"text": "y"}')]),
+            timeout=10,
+        )  # fmt: skip
+        assert not plain.completed.results_message_json  # only provider batches have one
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        pb.RunProviderToolCallsRequest(model_output_json="{}"),
+        pb.RunProviderToolCallsRequest(
+            format=format_number(DefinitionFormat.ANTHROPIC), model_output_json="[1]"
+        ),
+        pb.RunProviderToolCallsRequest(
+            format=format_number(DefinitionFormat.GEMINI), model_output_json='{"parts": []}'
+        ),
+    ],
+)
+async def test_provider_output_the_server_cannot_read_is_an_invalid_request(
+    request_: pb.RunProviderToolCallsRequest,
+) -> None:
+    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.RunProviderToolCalls(request_, timeout=10)
+        assert failure_of(caught.value).reason == "INVALID_REQUEST"

@@ -271,6 +271,11 @@ class CompletedBatch(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
+    RESULTS_MESSAGE_JSON_FIELD_NUMBER: _builtins.int
+    results_message_json: _builtins.str
+    """For a batch RunProviderToolCalls started: the results as that provider's message to
+    append (see RunProviderToolCallsResponse.results_message_json); else empty.
+    """
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallResult]:
         """One result per call, in call order."""
@@ -279,14 +284,105 @@ class CompletedBatch(_message.Message):
         self,
         *,
         results: _abc.Iterable[Global___CallResult] | None = ...,
+        results_message_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results", "results_message_json", b"results_message_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CompletedBatch: _TypeAlias = CompletedBatch  # noqa: Y015
+
+@_typing.final
+class RunProviderToolCallsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    FORMAT_FIELD_NUMBER: _builtins.int
+    MODEL_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    format: Global___DefinitionFormat.ValueType
+    """The provider format of the model output and of the answer; required. The *_STRICT
+    variants read and answer as their plain format.
+    """
+    model_output_json: _builtins.str
+    """What the provider's API returned, as JSON text: OpenAI Chat the assistant message (or
+    its tool_calls), Responses the response (or its output items), Anthropic the assistant
+    message (or its content blocks), Gemini the response (its first candidate), a
+    candidate's content, or its parts. Gemini calls carry no ids: they get
+    "gemini-<part index>-<name>". At most --max-input-bytes.
+    """
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Metadata for every call, as CallToolRequest.metadata."""
+
+    def __init__(
+        self,
+        *,
+        format: Global___DefinitionFormat.ValueType = ...,
+        model_output_json: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["format", b"format", "metadata", b"metadata", "model_output_json", b"model_output_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunProviderToolCallsRequest: _TypeAlias = RunProviderToolCallsRequest  # noqa: Y015
+
+@_typing.final
+class RunProviderToolCallsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_MESSAGE_JSON_FIELD_NUMBER: _builtins.int
+    PAUSED_FIELD_NUMBER: _builtins.int
+    results_message_json: _builtins.str
+    """The JSON to append: OpenAI Chat an array of {"role":"tool"} messages, Responses an
+    array of function_call_output items, Anthropic one user message of tool_result
+    blocks, Gemini one user content of functionResponse parts.
+    """
+    @_builtins.property
+    def paused(self) -> Global___PausedBatch:
+        """As in CallTools: resume with ResumeBatch, whose completed outcome then carries
+        results_message_json.
+        """
+
+    def __init__(
+        self,
+        *,
+        results_message_json: _builtins.str = ...,
+        paused: Global___PausedBatch | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome", "paused", b"paused", "results_message_json", b"results_message_json"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome", "paused", b"paused", "results_message_json", b"results_message_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["results_message_json", "paused"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___RunProviderToolCallsResponse: _TypeAlias = RunProviderToolCallsResponse  # noqa: Y015
 
 @_typing.final
 class CallResult(_message.Message):

@@ -95,6 +95,11 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
                 _registered_method=True)
+        self.RunProviderToolCalls = channel.unary_unary(
+                '/llmworker.v1.ToolService/RunProviderToolCalls',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -175,6 +180,15 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunProviderToolCalls(self, request, context):
+        """Run the tool calls of one model response, passed through as the provider's JSON, as
+        a CallTools batch (same hooks, approval and pauses); the answer is the message (or
+        items) to append to the conversation, in the same provider's format.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -202,6 +216,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ResumeBatch,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.SerializeToString,
+            ),
+            'RunProviderToolCalls': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunProviderToolCalls,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -375,6 +394,33 @@ class ToolService:
             '/llmworker.v1.ToolService/ResumeBatch',
             llmworker_dot_v1_dot_tool__service__pb2.ResumeBatchRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.CallToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunProviderToolCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolService/RunProviderToolCalls',
+            llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.FromString,
             options,
             channel_credentials,
             insecure,

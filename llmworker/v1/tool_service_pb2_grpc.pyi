@@ -67,6 +67,11 @@ class ToolServiceStub:
     """
     ResumeBatch: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ResumeBatchRequest, _tool_service_pb2.CallToolsResponse]
     """Go on with a paused batch, applying a decision per call; the outcome may pause again."""
+    RunProviderToolCalls: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.RunProviderToolCallsRequest, _tool_service_pb2.RunProviderToolCallsResponse]
+    """Run the tool calls of one model response, passed through as the provider's JSON, as
+    a CallTools batch (same hooks, approval and pauses); the answer is the message (or
+    items) to append to the conversation, in the same provider's format.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -151,5 +156,16 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _aio.ServicerContext[_tool_service_pb2.ResumeBatchRequest, _abc.Awaitable[_tool_service_pb2.CallToolsResponse]],
     ) -> _abc.Awaitable[_tool_service_pb2.CallToolsResponse]:
         """Go on with a paused batch, applying a decision per call; the outcome may pause again."""
+
+    @_abc_1.abstractmethod
+    def RunProviderToolCalls(
+        self,
+        request: _tool_service_pb2.RunProviderToolCallsRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.RunProviderToolCallsRequest, _abc.Awaitable[_tool_service_pb2.RunProviderToolCallsResponse]],
+    ) -> _abc.Awaitable[_tool_service_pb2.RunProviderToolCallsResponse]:
+        """Run the tool calls of one model response, passed through as the provider's JSON, as
+        a CallTools batch (same hooks, approval and pauses); the answer is the message (or
+        items) to append to the conversation, in the same provider's format.
+        """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...
