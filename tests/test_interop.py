@@ -117,6 +117,9 @@ FORMAT_CHECKS = [
     "OK formats anthropic",
     "OK formats unchanged for a known fingerprint",
     "OK formats unknown format refused",
+    "OK formats provider tool calls answered in openai_chat",
+    "OK formats provider tool calls paused and resumed in anthropic",
+    "OK formats provider output without a format refused",
 ]
 
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -73,7 +74,125 @@ func runFormats(target, dir string) error {
 		return fmt.Errorf("formats unknown format: %w", err)
 	}
 	fmt.Println("OK formats unknown format refused")
+
+	checks := []struct {
+		name, ok string
+		run      func(pb.ToolServiceClient) error
+	}{
+		{"provider openai_chat", "provider tool calls answered in openai_chat", providerOpenAIChat},
+		{"provider anthropic", "provider tool calls paused and resumed in anthropic", providerAnthropicResumed},
+		{"provider no format", "provider output without a format refused", providerWithoutFormat},
+	}
+	for _, check := range checks {
+		if err := check.run(client); err != nil {
+			return fmt.Errorf("formats %s: %w", check.name, err)
+		}
+		fmt.Println("OK formats", check.ok)
+	}
 	return nil
+}
+
+// jsonText renders a Go value as the JSON text a provider's API would have returned.
+func jsonText(value any) string {
+	text, err := json.Marshal(value)
+	if err != nil {
+		panic(err)
+	}
+	return string(text)
+}
+
+// providerOpenAIChat runs an OpenAI Chat assistant message with a known and an unknown tool
+// call: the answer is the {"role":"tool"} messages, the unknown tool's as its error text.
+func providerOpenAIChat(client pb.ToolServiceClient) error {
+	output := jsonText(map[string]any{
+		"role": "assistant",
+		"tool_calls": []any{
+			map[string]any{"id": "call_1", "type": "function",
+				"function": map[string]any{"name": "echo", "arguments": `{"text": "hi"}`}},
+			map[string]any{"id": "call_2", "type": "function",
+				"function": map[string]any{"name": "no_such_tool", "arguments": "{}"}},
+		},
+	})
+	reply, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{
+		Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT, ModelOutputJson: output})
+	if err != nil {
+		return err
+	}
+	answered, ok := reply.Outcome.(*pb.RunProviderToolCallsResponse_ResultsMessageJson)
+	if !ok {
+		return fmt.Errorf("outcome %v, want results_message_json", reply)
+	}
+	want := `[{"content":"hi","role":"tool","tool_call_id":"call_1"},` +
+		`{"content":"Tool 'no_such_tool' not found","role":"tool","tool_call_id":"call_2"}]`
+	if answered.ResultsMessageJson != want {
+		return fmt.Errorf("results_message_json\n got  %s\n want %s", answered.ResultsMessageJson, want)
+	}
+	return nil
+}
+
+// providerAnthropicResumed runs an Anthropic assistant message whose second tool_use needs
+// approval: the batch pauses, and ResumeBatch approving it completes with the user message
+// of tool_result blocks.
+func providerAnthropicResumed(client pb.ToolServiceClient) error {
+	set, err := client.CallTool(context.Background(), call("", "kv_set", `{"key":"fa","value":"1"}`))
+	if err != nil || set.Output != "ok" {
+		return fmt.Errorf("kv_set fa: output %q err %v", set.GetOutput(), err)
+	}
+	output := jsonText(map[string]any{
+		"role": "assistant",
+		"content": []any{
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "echo", "input": map[string]any{"text": "x"}},
+			map[string]any{"type": "tool_use", "id": "toolu_2", "name": "kv_delete", "input": map[string]any{"key": "fa"}},
+		},
+	})
+	reply, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{
+		Format: pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC, ModelOutputJson: output})
+	if err != nil {
+		return err
+	}
+	paused := reply.GetPaused()
+	if paused == nil {
+		return fmt.Errorf("outcome %v, want paused", reply)
+	}
+	if paused.ResumeToken == "" {
+		return fmt.Errorf("paused without a resume_token: %v", paused)
+	}
+	type pending struct {
+		id       string
+		awaiting bool
+	}
+	var got []pending
+	for _, p := range paused.PendingCalls {
+		got = append(got, pending{p.CallId, p.AwaitingApproval})
+	}
+	if want := []pending{{"toolu_1", false}, {"toolu_2", true}}; !slices.Equal(got, want) {
+		return fmt.Errorf("pending_calls %v (id, awaiting_approval), want %v", got, want)
+	}
+	resumed, err := client.ResumeBatch(context.Background(), &pb.ResumeBatchRequest{
+		ResumeToken: paused.ResumeToken,
+		Decisions: []*pb.CallDecision{
+			{CallId: "toolu_2", Decision: &pb.CallDecision_Approve{Approve: &pb.Approval{}}},
+		}})
+	if err != nil {
+		return fmt.Errorf("ResumeBatch: %w", err)
+	}
+	completed := resumed.GetCompleted()
+	if completed == nil {
+		return fmt.Errorf("ResumeBatch outcome %v, want completed", resumed)
+	}
+	want := `{"content":[{"content":"x","tool_use_id":"toolu_1","type":"tool_result"},` +
+		`{"content":"deleted","tool_use_id":"toolu_2","type":"tool_result"}],"role":"user"}`
+	if completed.ResultsMessageJson != want {
+		return fmt.Errorf("completed.results_message_json\n got  %s\n want %s", completed.ResultsMessageJson, want)
+	}
+	return nil
+}
+
+// providerWithoutFormat sends model output without a format: INVALID_ARGUMENT /
+// INVALID_REQUEST.
+func providerWithoutFormat(client pb.ToolServiceClient) error {
+	_, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{ModelOutputJson: "{}"})
+	return rpcError(err, codes.InvalidArgument, "INVALID_REQUEST")
 }
 
 // checkFormat lists the definitions in one format, checks them against the file Python

@@ -3,6 +3,9 @@
 // DIR holds the bytes Python produced in-process for the same tools: openai_chat_strict.json
 // (DEFINITION_FORMAT_OPENAI_CHAT_STRICT) and anthropic.json (DEFINITION_FORMAT_ANTHROPIC with
 // cache_control on the last tool).
+// It then runs model output in a provider's JSON through RunProviderToolCalls (OpenAI Chat
+// answered at once; Anthropic paused for approval and finished by ResumeBatch; no format
+// refused).
 // Prints "OK formats <check>" per check; a mismatch prints "FAIL formats <check>: <why>" and
 // exits 1.
 import { createHash } from "node:crypto";
@@ -21,11 +24,14 @@ if (!target || !dir) {
 const protoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../proto");
 // Without `enums: String` a reply's enum fields are numbers; a request's enum field takes
 // the value's name ("DEFINITION_FORMAT_ANTHROPIC") or its number, and a number the .proto
-// does not define (99) is encoded as it is, so the server sees an unknown format.
+// does not define (99) is encoded as it is, so the server sees an unknown format. oneofs: true
+// adds the name of the set member of each oneof (RunProviderToolCallsResponse.outcome,
+// CallToolsResponse.outcome).
 const definition = protoLoader.loadSync("llmworker/v1/tool_service.proto", {
   includeDirs: [protoRoot],
   keepCase: true,
   defaults: true,
+  oneofs: true,
 });
 const { ToolService } = grpc.loadPackageDefinition(definition).llmworker.v1;
 
@@ -213,5 +219,77 @@ const strict = await formatted(strictCheck, { format: "DEFINITION_FORMAT_OPENAI_
   const info = errorInfo(error);
   if (info?.domain !== "llmworker" || info.reason !== "INVALID_REQUEST") fail(check, `ErrorInfo ${show(info)}, want llmworker / INVALID_REQUEST`);
   console.log("OK formats unknown format refused");
+}
+
+// The outcome of a RunProviderToolCalls / ResumeBatch reply, which must be `kind`.
+function expectOutcome(check, reply, kind) {
+  if (reply.outcome !== kind) fail(check, `outcome ${reply.outcome}, want ${kind}: ${show(reply)}`);
+  return reply[kind];
+}
+
+// 4a. OpenAI Chat: an assistant message with a known and an unknown tool call, answered at
+// once with the {"role":"tool"} messages (the unknown tool's as its error text).
+{
+  const check = "provider openai_chat";
+  const modelOutput = {
+    role: "assistant",
+    tool_calls: [
+      { id: "call_1", type: "function", function: { name: "echo", arguments: '{"text": "hi"}' } },
+      { id: "call_2", type: "function", function: { name: "no_such_tool", arguments: "{}" } },
+    ],
+  };
+  const request = { format: "DEFINITION_FORMAT_OPENAI_CHAT", model_output_json: show(modelOutput) };
+  const got = expectOutcome(check, await expectReply(check, "RunProviderToolCalls", request), "results_message_json");
+  const want =
+    '[{"content":"hi","role":"tool","tool_call_id":"call_1"},' +
+    '{"content":"Tool \'no_such_tool\' not found","role":"tool","tool_call_id":"call_2"}]';
+  if (got !== want) fail(check, `results_message_json ${show(got)}, want ${show(want)}`);
+  console.log("OK formats provider tool calls answered in openai_chat");
+}
+
+// 4b. Anthropic: an assistant message whose second tool_use needs approval pauses; approving
+// it in ResumeBatch completes with the user message of tool_result blocks.
+{
+  const check = "provider anthropic";
+  const set = await expectReply(check, "CallTool", { name: "kv_set", input_json: show({ key: "fa", value: "1" }) });
+  if (set.output !== "ok") fail(check, `kv_set fa: output ${show(set.output)}, want "ok"`);
+  const modelOutput = {
+    role: "assistant",
+    content: [
+      { type: "tool_use", id: "toolu_1", name: "echo", input: { text: "x" } },
+      { type: "tool_use", id: "toolu_2", name: "kv_delete", input: { key: "fa" } },
+    ],
+  };
+  const request = { format: "DEFINITION_FORMAT_ANTHROPIC", model_output_json: show(modelOutput) };
+  const paused = expectOutcome(check, await expectReply(check, "RunProviderToolCalls", request), "paused");
+  if (!paused.resume_token) fail(check, "empty resume_token");
+  const pending = paused.pending_calls.map((p) => [p.call_id, p.awaiting_approval]);
+  const wantPending = [["toolu_1", false], ["toolu_2", true]];
+  if (show(pending) !== show(wantPending)) fail(check, `pending_calls (call_id, awaiting_approval) ${show(pending)}, want ${show(wantPending)}`);
+  const resume = { resume_token: paused.resume_token, decisions: [{ call_id: "toolu_2", approve: {} }] };
+  const completed = expectOutcome(check, await expectReply(check, "ResumeBatch", resume), "completed");
+  const want =
+    '{"content":[{"content":"x","tool_use_id":"toolu_1","type":"tool_result"},' +
+    '{"content":"deleted","tool_use_id":"toolu_2","type":"tool_result"}],"role":"user"}';
+  if (completed.results_message_json !== want) {
+    fail(check, `completed.results_message_json ${show(completed.results_message_json)}, want ${show(want)}`);
+  }
+  console.log("OK formats provider tool calls paused and resumed in anthropic");
+}
+
+// 4c. Model output without a format.
+{
+  const check = "provider no format";
+  let error = null;
+  try {
+    await call("RunProviderToolCalls", { model_output_json: "{}" });
+  } catch (caught) {
+    error = caught;
+  }
+  if (!error) fail(check, "RunProviderToolCalls without a format succeeded, want INVALID_ARGUMENT / INVALID_REQUEST");
+  if (error.code !== grpc.status.INVALID_ARGUMENT) fail(check, `${grpc.status[error.code]} ${show(error.details)}, want INVALID_ARGUMENT`);
+  const info = errorInfo(error);
+  if (info?.domain !== "llmworker" || info.reason !== "INVALID_REQUEST") fail(check, `ErrorInfo ${show(info)}, want llmworker / INVALID_REQUEST`);
+  console.log("OK formats provider output without a format refused");
 }
 client.close();
