@@ -54,6 +54,33 @@ __all__ = ["RemoteTool", "RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 _SERVICE: Final = "/llmworker.v1.ToolService/"
 
 
+def _call_methods(
+    channel: grpc.aio.Channel,
+) -> tuple[
+    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolRequest, pb.CallToolResponse],
+    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolsRequest, pb.CallToolsResponse],
+    grpc.aio.UnaryUnaryMultiCallable[pb.ResumeBatchRequest, pb.CallToolsResponse],
+]:
+    """CallTool, CallTools and ResumeBatch on ``channel``."""
+    return (
+        channel.unary_unary(
+            _SERVICE + "CallTool",
+            request_serializer=pb.CallToolRequest.SerializeToString,
+            response_deserializer=pb.CallToolResponse.FromString,
+        ),
+        channel.unary_unary(
+            _SERVICE + "CallTools",
+            request_serializer=pb.CallToolsRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
+        ),
+        channel.unary_unary(
+            _SERVICE + "ResumeBatch",
+            request_serializer=pb.ResumeBatchRequest.SerializeToString,
+            response_deserializer=pb.CallToolsResponse.FromString,
+        ),
+    )
+
+
 class _DefinitionsCache:
     """The last definitions a server sent, with their fingerprint."""
 
@@ -100,21 +127,7 @@ class RemoteTool:
         self.name = name
         self._timeout = timeout
         self._approved_upstream = approved_upstream
-        self._call = channel.unary_unary(
-            _SERVICE + "CallTool",
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolResponse.FromString,
-        )
-        self._call_tools = channel.unary_unary(
-            _SERVICE + "CallTools",
-            request_serializer=pb.CallToolsRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        )
-        self._resume = channel.unary_unary(
-            _SERVICE + "ResumeBatch",
-            request_serializer=pb.ResumeBatchRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        )
+        self._call, self._call_tools, self._resume = _call_methods(channel)
 
     async def execute(self, input_json: str) -> str | ToolOutput:
         """Run the remote tool; the call's id, metadata and deadline (``current_call()``)
@@ -197,21 +210,7 @@ class RemoteToolServerHandle(ChannelOwner):
             request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
             response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
         )
-        self._call = channel.unary_unary(
-            _SERVICE + "CallTool",
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolResponse.FromString,
-        )
-        self._call_tools = channel.unary_unary(
-            _SERVICE + "CallTools",
-            request_serializer=pb.CallToolsRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        )
-        self._resume = channel.unary_unary(
-            _SERVICE + "ResumeBatch",
-            request_serializer=pb.ResumeBatchRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        )
+        self._call, self._call_tools, self._resume = _call_methods(channel)
 
     @classmethod
     async def connect(
