@@ -1,62 +1,18 @@
 // Checks the llmworker agent contract (annotations, call ids and metadata, approval batches)
 // from Node.js against a `python -m server --demo` server: node agent.mjs HOST:PORT
 // Prints "OK agent <check>" per check; a mismatch prints "FAIL agent <check>: <why>" and exits 1.
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import grpc from "@grpc/grpc-js";
-import protoLoader from "@grpc/proto-loader";
-import protobuf from "protobufjs";
+import { detailsErrorInfo as errorInfo, toolService, trailerDetails } from "./contract.mjs";
 
 const [target] = process.argv.slice(2);
 if (!target) {
   console.error("usage: node agent.mjs HOST:PORT");
   process.exit(2);
 }
-const protoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../proto");
-// google/protobuf/timestamp.proto and any.proto come with protobufjs; google/rpc/status.proto
-// is vendored under proto/. oneofs: true adds the name of the set member of each oneof
-// (CallToolsResponse.outcome, and the synthetic oneofs of proto3 `optional` fields);
-// longs: Number makes Timestamp.seconds a plain number.
-const definition = protoLoader.loadSync("llmworker/v1/tool_service.proto", {
-  includeDirs: [protoRoot],
-  keepCase: true,
-  defaults: true,
-  oneofs: true,
-  longs: Number,
-});
-const { ToolService } = grpc.loadPackageDefinition(definition).llmworker.v1;
-
-// google.rpc.Status and ErrorInfo, wire-compatible: Status to read grpc-status-details-bin,
-// ErrorInfo to read the value of a google.protobuf.Any detail.
-const rpc = protobuf.Root.fromJSON({
-  nested: {
-    google: {
-      nested: {
-        protobuf: { nested: { Any: { fields: { type_url: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } } } },
-        rpc: {
-          nested: {
-            Status: {
-              fields: {
-                code: { type: "int32", id: 1 },
-                message: { type: "string", id: 2 },
-                details: { rule: "repeated", type: "google.protobuf.Any", id: 3 },
-              },
-            },
-            ErrorInfo: {
-              fields: {
-                reason: { type: "string", id: 1 },
-                domain: { type: "string", id: 2 },
-                metadata: { keyType: "string", type: "string", id: 3 },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-});
-const Status = rpc.lookupType("google.rpc.Status");
-const ErrorInfo = rpc.lookupType("google.rpc.ErrorInfo");
+// oneofs: true adds the name of the set member of each oneof (CallToolsResponse.outcome, and
+// the synthetic oneofs of proto3 `optional` fields); longs: Number makes Timestamp.seconds a
+// plain number.
+const ToolService = toolService({ oneofs: true, longs: Number });
 
 function fail(check, why) {
   console.log(`FAIL agent ${check}: ${why}`);
@@ -64,18 +20,6 @@ function fail(check, why) {
 }
 
 const show = JSON.stringify;
-
-// The ErrorInfo among google.protobuf.Any details ({type_url, value}), or null.
-function errorInfo(details) {
-  const detail = (details ?? []).find((d) => d.type_url.endsWith("/google.rpc.ErrorInfo"));
-  return detail ? ErrorInfo.decode(detail.value) : null;
-}
-
-// The details of a failed RPC's google.rpc.Status trailer.
-function trailerDetails(error) {
-  const [raw] = error.metadata?.get("grpc-status-details-bin") ?? [];
-  return raw ? Status.decode(raw).details : [];
-}
 
 // Each hint as true, false or null (unset). proto-loader omits an unset proto3 `optional`
 // field even with defaults: true, and with oneofs: true sets its synthetic oneof

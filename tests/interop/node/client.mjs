@@ -1,64 +1,14 @@
 // Checks the llmworker gRPC contract from Node.js: node client.mjs TARGET FINGERPRINT
 // Prints "OK <check>" per check; a mismatch prints "FAIL <check>: <why>" and exits 1.
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import grpc from "@grpc/grpc-js";
-import protoLoader from "@grpc/proto-loader";
-import protobuf from "protobufjs";
+import { toolService, trailerErrorInfo as errorInfo } from "./contract.mjs";
 
 const [target, fingerprint] = process.argv.slice(2);
-const protoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../proto");
-const definition = protoLoader.loadSync("llmworker/v1/tool_service.proto", {
-  includeDirs: [protoRoot],
-  keepCase: true,
-  defaults: true,
-});
-const { ToolService } = grpc.loadPackageDefinition(definition).llmworker.v1;
-
-// google.rpc.Status and ErrorInfo, wire-compatible, to read grpc-status-details-bin.
-const rpc = protobuf.Root.fromJSON({
-  nested: {
-    google: {
-      nested: {
-        protobuf: { nested: { Any: { fields: { type_url: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } } } },
-        rpc: {
-          nested: {
-            Status: {
-              fields: {
-                code: { type: "int32", id: 1 },
-                message: { type: "string", id: 2 },
-                details: { rule: "repeated", type: "google.protobuf.Any", id: 3 },
-              },
-            },
-            ErrorInfo: {
-              fields: {
-                reason: { type: "string", id: 1 },
-                domain: { type: "string", id: 2 },
-                metadata: { keyType: "string", type: "string", id: 3 },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-});
-const Status = rpc.lookupType("google.rpc.Status");
-const ErrorInfo = rpc.lookupType("google.rpc.ErrorInfo");
+const ToolService = toolService();
 
 function fail(check, why) {
   console.log(`FAIL ${check}: ${why}`);
   process.exit(1);
-}
-
-function errorInfo(error) {
-  const [raw] = error.metadata?.get("grpc-status-details-bin") ?? [];
-  if (!raw) return null;
-  const status = Status.decode(raw);
-  for (const detail of status.details) {
-    if (detail.type_url.endsWith("/google.rpc.ErrorInfo")) return ErrorInfo.decode(detail.value);
-  }
-  return null;
 }
 
 const client = new ToolService(target, grpc.credentials.createInsecure());

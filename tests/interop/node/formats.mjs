@@ -11,60 +11,20 @@
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import grpc from "@grpc/grpc-js";
-import protoLoader from "@grpc/proto-loader";
-import protobuf from "protobufjs";
+import { toolService, trailerErrorInfo as errorInfo } from "./contract.mjs";
 
 const [target, dir] = process.argv.slice(2);
 if (!target || !dir) {
   console.error("usage: node formats.mjs HOST:PORT DIR");
   process.exit(2);
 }
-const protoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../proto");
 // Without `enums: String` a reply's enum fields are numbers; a request's enum field takes
 // the value's name ("DEFINITION_FORMAT_ANTHROPIC") or its number, and a number the .proto
 // does not define (99) is encoded as it is, so the server sees an unknown format. oneofs: true
 // adds the name of the set member of each oneof (RunProviderToolCallsResponse.outcome,
 // CallToolsResponse.outcome).
-const definition = protoLoader.loadSync("llmworker/v1/tool_service.proto", {
-  includeDirs: [protoRoot],
-  keepCase: true,
-  defaults: true,
-  oneofs: true,
-});
-const { ToolService } = grpc.loadPackageDefinition(definition).llmworker.v1;
-
-// google.rpc.Status and ErrorInfo, wire-compatible, to read grpc-status-details-bin.
-const rpc = protobuf.Root.fromJSON({
-  nested: {
-    google: {
-      nested: {
-        protobuf: { nested: { Any: { fields: { type_url: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } } } },
-        rpc: {
-          nested: {
-            Status: {
-              fields: {
-                code: { type: "int32", id: 1 },
-                message: { type: "string", id: 2 },
-                details: { rule: "repeated", type: "google.protobuf.Any", id: 3 },
-              },
-            },
-            ErrorInfo: {
-              fields: {
-                reason: { type: "string", id: 1 },
-                domain: { type: "string", id: 2 },
-                metadata: { keyType: "string", type: "string", id: 3 },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-});
-const Status = rpc.lookupType("google.rpc.Status");
-const ErrorInfo = rpc.lookupType("google.rpc.ErrorInfo");
+const ToolService = toolService({ oneofs: true });
 
 function fail(check, why) {
   console.log(`FAIL formats ${check}: ${why}`);
@@ -75,14 +35,6 @@ const show = JSON.stringify;
 const sha256 = (text) => createHash("sha256").update(Buffer.from(text, "utf8")).digest("hex");
 // A long text as its length and ends, for messages.
 const brief = (text) => (text.length <= 120 ? show(text) : `${show(text.slice(0, 60))}...${show(text.slice(-40))} (${text.length} chars)`);
-
-// The ErrorInfo of a failed RPC's google.rpc.Status trailer, or null.
-function errorInfo(error) {
-  const [raw] = error.metadata?.get("grpc-status-details-bin") ?? [];
-  if (!raw) return null;
-  const detail = Status.decode(raw).details.find((d) => d.type_url.endsWith("/google.rpc.ErrorInfo"));
-  return detail ? ErrorInfo.decode(detail.value) : null;
-}
 
 const client = new ToolService(target, grpc.credentials.createInsecure());
 const call = (method, request) =>
