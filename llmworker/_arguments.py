@@ -9,7 +9,6 @@ from typing import Any, Final, TypeAlias, cast
 
 import pydantic_core
 from pydantic import ValidationError
-from pydantic_core import CoreSchema
 
 from ._errors import ToolError
 from ._text import printable, shorten
@@ -18,7 +17,6 @@ __all__ = [
     "MAX_PROBLEMS",
     "KeywordsValidator",
     "describe",
-    "fail_fast",
     "render_result",
     "unknown_fields",
     "with_more_problems",
@@ -84,27 +82,6 @@ def _shorten(value: object) -> str:
         value = value[:_MAX_SHOWN_INPUT]
     text = reprlib.repr(cast("object", value)) if isinstance(value, dict | list) else repr(value)
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
-
-
-_SEQUENCE_SCHEMAS: Final = frozenset({"list", "tuple", "set", "frozenset", "dict"})
-
-
-def fail_fast(schema: CoreSchema) -> CoreSchema:
-    """A copy of ``schema`` whose lists, tuples, sets and dicts stop at their first invalid
-    item: the errors of one input are bounded by the schema's shape, not the input's size."""
-    rewritten = _fail_fast(schema)
-    return cast("CoreSchema", rewritten)
-
-
-def _fail_fast(node: object) -> object:
-    if isinstance(node, list):
-        return [_fail_fast(item) for item in cast("list[object]", node)]
-    if not isinstance(node, dict):
-        return node
-    copied = {key: _fail_fast(value) for key, value in cast("dict[str, object]", node).items()}
-    if copied.get("type") in _SEQUENCE_SCHEMAS:
-        copied["fail_fast"] = True
-    return copied
 
 
 def render_result(value: object) -> str:

@@ -22,7 +22,7 @@ from pydantic import (
 from pydantic_core import SchemaValidator
 from typing_extensions import TypedDict
 
-from ._arguments import KeywordsValidator, describe, fail_fast, render_result, unknown_fields
+from ._arguments import KeywordsValidator, describe, render_result, unknown_fields
 from ._context import ToolContext, current_call
 from ._errors import ToolError
 from ._schema import SchemaStyle, arguments_schema, is_structured, output_schema
@@ -30,6 +30,7 @@ from ._text import message_of
 from ._tool import Tool, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import crash_error
+from ._validation_schema import null_means_default, validation_schema
 
 __all__ = [
     "ArgumentsModel",
@@ -168,7 +169,7 @@ class ArgumentsModel:
             for name, (annotation, default) in self._fields.items()
         }
         shape = with_config(extra=extra)(TypedDict(self._name, keywords))  # type: ignore[operator]
-        schema = fail_fast(TypeAdapter[Any](shape).core_schema)
+        schema = validation_schema(TypeAdapter[Any](shape).core_schema)
         validator: KeywordsValidator = SchemaValidator(schema).validate_json
         return validator
 
@@ -267,16 +268,10 @@ def _fields(
             fields[parameter.name] = (annotation, ...)
         else:
             fields[parameter.name] = (
-                typing.Annotated[annotation, BeforeValidator(_null_means_default)],
+                typing.Annotated[annotation, BeforeValidator(null_means_default)],
                 parameter.default,
             )
     return fields, context_parameter
-
-
-def _null_means_default(value: object) -> object:
-    if value is None:
-        raise pydantic_core.PydanticUseDefault()
-    return value
 
 
 def _async_body(function: Callable[..., object]) -> Callable[..., Awaitable[object]]:
