@@ -2,10 +2,11 @@
 
 ``SchemaStyle.DEFAULT`` is pydantic's schema without generated titles (nested models under
 ``$defs`` and referenced with ``$ref``). ``INLINE`` replaces every ``$ref`` with its
-definition, for providers that reject references. ``OPENAI_STRICT`` is inline and follows
-OpenAI's strict structured outputs: every object has ``additionalProperties: false`` and lists
-all its properties as required; a property that had a default becomes nullable (sending
-``null`` selects the default) and loses its ``default`` keyword.
+definition, for providers that reject references. ``OPENAI_STRICT`` is inline and rewritten by
+the strict-mode rules the strict definition formats apply (``_strict``): every object has
+``additionalProperties: false`` and lists all its properties as required; a property that had
+a default becomes nullable (sending ``null`` selects the default) and loses its ``default``;
+what strict mode cannot express is refused when the tool is declared.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from typing_extensions import is_typeddict
 
+from ._json import JsonObject
+from ._strict import strict_schema
+
 __all__ = ["SchemaStyle", "arguments_schema", "is_structured", "output_schema"]
 
 _Schema = dict[str, object]
-_SUBSCHEMA_KEYS = frozenset(
-    {"items", "prefixItems", "anyOf", "allOf", "oneOf", "additionalProperties"}
-)
 
 
 class SchemaStyle(enum.Enum):
@@ -87,7 +88,7 @@ def _styled(schema: _Schema, style: SchemaStyle, tool_name: str) -> _Schema:
     definitions = cast("dict[str, _Schema]", schema.pop("$defs", {}))
     inlined = cast("_Schema", _inline(schema, definitions, (), tool_name))
     if style is SchemaStyle.OPENAI_STRICT:
-        _make_strict(inlined)
+        return cast("_Schema", strict_schema(cast("JsonObject", inlined), tool_name))
     return inlined
 
 
@@ -111,38 +112,3 @@ def _inline(
         target = cast("_Schema", _inline(definitions[name], definitions, (*seen, name), tool))
         return {**target, **siblings}
     return {key: _inline(item, definitions, seen, tool) for key, item in node.items()}
-
-
-def _make_strict(node: object) -> None:
-    if isinstance(node, list):
-        for item in cast("list[object]", node):
-            _make_strict(item)
-        return
-    if not isinstance(node, dict):
-        return
-    schema = cast("_Schema", node)
-    properties = schema.get("properties")
-    if schema.get("type") == "object" and isinstance(properties, dict):
-        fields = cast("dict[str, _Schema]", properties)
-        required = set(cast("list[str]", schema.get("required", [])))
-        for name, field in fields.items():
-            if name not in required:
-                _make_nullable(field)
-        schema["required"] = list(fields)
-        schema["additionalProperties"] = False
-    for key in _SUBSCHEMA_KEYS & schema.keys():
-        _make_strict(schema[key])
-    if isinstance(properties, dict):
-        for subschema in cast("dict[str, object]", properties).values():
-            _make_strict(subschema)
-
-
-def _make_nullable(field: _Schema) -> None:
-    field.pop("default", None)
-    options = field.get("anyOf")
-    if isinstance(options, list):
-        if {"type": "null"} not in cast("list[object]", options):
-            cast("list[object]", options).append({"type": "null"})
-        return
-    branch: _Schema = {key: field.pop(key) for key in list(field) if key != "description"}
-    field["anyOf"] = [branch, {"type": "null"}]
