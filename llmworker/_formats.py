@@ -15,10 +15,10 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, final
+from typing import Final, cast, final
 
 from ._json import JsonValue, canonical_json
-from ._strict import strict_schema
+from ._strict import ANTHROPIC, OPENAI, check_anthropic_request, strict_schema
 from ._tool_meta import ToolMeta
 
 __all__ = ["DefinitionFormat", "FormattedDefinitions", "format_definitions"]
@@ -61,6 +61,13 @@ def format_definitions(
     ``StrictSchemaError`` for a schema a strict format cannot take and ``ValueError`` for a
     name the provider refuses, naming the tool."""
     entries = [_entry(meta, form) for meta in metas]
+    if form is DefinitionFormat.ANTHROPIC_STRICT:
+        check_anthropic_request(
+            [
+                (meta.name, cast("dict[str, JsonValue]", entry["input_schema"]))
+                for meta, entry in zip(metas, entries, strict=True)
+            ]
+        )
     if (
         cache_last
         and entries
@@ -75,9 +82,11 @@ def format_definitions(
 
 
 def _entry(meta: ToolMeta, form: DefinitionFormat) -> dict[str, JsonValue]:
-    schema: JsonValue = (
-        strict_schema(meta.input_schema, meta.name) if form.strict else meta.input_schema
-    )
+    schema: JsonValue = meta.input_schema
+    if form is DefinitionFormat.ANTHROPIC_STRICT:
+        schema = strict_schema(meta.input_schema, meta.name, ANTHROPIC)
+    elif form.strict:
+        schema = strict_schema(meta.input_schema, meta.name, OPENAI)
     match form:
         case DefinitionFormat.OPENAI_CHAT | DefinitionFormat.OPENAI_CHAT_STRICT:
             function: dict[str, JsonValue] = {

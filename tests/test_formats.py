@@ -153,7 +153,7 @@ def test_deep_nesting_is_refused_and_one_part_all_of_is_merged() -> None:
     deep: dict[str, object] = {"type": "string"}
     for _ in range(11):
         deep = {"type": "object", "properties": {"x": deep}, "required": ["x"]}
-    with pytest.raises(StrictSchemaError, match="nest deeper"):
+    with pytest.raises(StrictSchemaError, match="objects nest 11 levels deep, over the 10 allowed"):
         strict_schema(ToolMeta("t", "", deep).input_schema, "t")
     merged = strict_schema(
         ToolMeta(
