@@ -1,6 +1,7 @@
 """The floor: a bare grpc.aio ToolService that does no tool work. NOT product code.
 
 CallTool answers with the input as output (no parsing, no validation, no hooks, no logging);
+RunProviderToolCalls reads an OpenAI Chat message and echoes each call's arguments;
 ListDefinitionsSorted answers with response bytes built once at start-up for ``--tools N``
 benchmark tools (the same bytes the real server sends). It measures what gRPC in Python
 costs by itself, so each scenario can be reported as a ratio to it.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -80,7 +82,13 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
         request: pb.RunProviderToolCallsRequest,
         context: Context[pb.RunProviderToolCallsRequest, pb.RunProviderToolCallsResponse],
     ) -> pb.RunProviderToolCallsResponse:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the floor reads no provider JSON")
+        """OpenAI Chat only: each tool call's arguments echoed in its ``role: tool`` message."""
+        message = json.loads(request.model_output_json)
+        answers = [
+            {"role": "tool", "tool_call_id": call["id"], "content": call["function"]["arguments"]}
+            for call in message["tool_calls"]
+        ]
+        return pb.RunProviderToolCallsResponse(results_message_json=json.dumps(answers))
 
 
 def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:

@@ -275,6 +275,17 @@ def echo_batch(text: str) -> dict[str, object]:
     return {"calls": calls}
 
 
+def openai_chat_batch(text: str) -> dict[str, object]:
+    """An assistant message of OpenAI Chat calling echo ``BATCH_CALLS`` times."""
+    calls = [
+        {"id": f"call_{index}", "type": "function",
+         "function": {"name": "echo", "arguments": json.dumps({"text": text})}}
+        for index in range(BATCH_CALLS)
+    ]  # fmt: skip
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    return {"format": "DEFINITION_FORMAT_OPENAI_CHAT", "model_output_json": json.dumps(message)}
+
+
 def scenarios(smoke: bool) -> list[Scenario]:
     scale = 0.01 if smoke else 1.0
     order = {
@@ -301,6 +312,9 @@ def scenarios(smoke: bool) -> list[Scenario]:
                  int(120 * scale) * 100 + 100, expected_errors=1),
         Scenario(f"call_tools_{BATCH_CALLS}_echo", "CallTools", [echo_batch("x" * 50)],
                  int(3_000 * scale) + 100, calls_per_request=BATCH_CALLS),
+        Scenario(f"provider_openai_{BATCH_CALLS}_echo", "RunProviderToolCalls",
+                 [openai_chat_batch("x" * 50)], int(3_000 * scale) + 100,
+                 calls_per_request=BATCH_CALLS),
     ]  # fmt: skip
 
 
