@@ -5,7 +5,7 @@ their own classes and rules."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NotRequired
 
 import pydantic.dataclasses
 import pytest
@@ -17,6 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from typing_extensions import TypedDict
 
 from llmworker import (
     Mutable,
@@ -133,14 +134,16 @@ async def test_nested_values_keep_their_classes_config_and_validators(
     assert await worker.call_tool("order", json.dumps(order)) == "ok"
     validated_type, customer, box, greeting = SEEN[-4:]
     assert validated_type is Customer  # the after-validator saw the model's own class
-    assert type(customer) is Customer and type(customer.address) is Address
+    assert type(customer) is Customer
+    assert type(customer.address) is Address
     assert type(box) is Dimensions
     assert customer.name == "Bob"  # config (strip) and the field validator both applied
-    assert customer._visits == 1  # private attributes are initialised
+    assert customer.__pydantic_private__ == {"_visits": 1}  # private attributes initialised
     assert customer.model_fields_set == {"name", "address"}
     with pytest.raises(ValueError, match="frozen"):
         customer.name = "Eve"
-    assert type(greeting) is Greeting and greeting.text == "HELLO"  # custom __init__ ran
+    assert type(greeting) is Greeting
+    assert greeting.text == "HELLO"
 
 
 async def test_a_nested_list_stops_at_its_first_invalid_item(worker: Worker[Mutable]) -> None:
@@ -154,17 +157,22 @@ async def test_a_nested_list_stops_at_its_first_invalid_item(worker: Worker[Muta
         message = str(raised.value)
         assert "zip_codes[0]: Input should be a valid integer" in message
         assert "box.notes[0]: Input should be a valid string" in message
-        assert "zip_codes[1]" not in message and "more problems" not in message
+        assert "zip_codes[1]" not in message
+        assert "more problems" not in message
 
 
 async def test_recursive_models_follow_the_rules_at_every_level(worker: Worker[Mutable]) -> None:
-    tree = {"label": "a", "children": [{"label": "b", "weight": None, "children": [None]}]}
+    tree: dict[str, Any] = {
+        "label": "a",
+        "children": [{"label": "b", "weight": None, "children": [None]}],
+    }
     with pytest.raises(ToolServerError.ToolExecution, match=r"tree\.children\[0\]\.children\[0\]"):
         await worker.call_tool("plant", json.dumps({"tree": tree}))
     tree["children"] = [{"label": "b", "weight": None, "children": [{"label": "c"}]}]
     assert await worker.call_tool("plant", json.dumps({"tree": tree})) == "ok"
     planted = SEEN[-1]
-    assert type(planted) is Tree and type(planted.children[0].children[0]) is Tree
+    assert type(planted) is Tree
+    assert type(planted.children[0].children[0]) is Tree
     assert planted.children[0].weight == 1
 
 
@@ -175,3 +183,35 @@ async def test_a_wrong_type_for_a_nested_model_is_refused_naming_it(
         ToolServerError.ToolExecution, match=r"tree: Input should be an object \(got \[1, 2\]\)"
     ):
         await worker.call_tool("plant", '{"tree": [1, 2]}')
+
+
+class Window(TypedDict):
+    start: int
+    end: NotRequired[int]
+    label: NotRequired[str | None]
+
+
+@tool_registry
+class Calendar:
+    @tool
+    async def book(self, window: Window, pets: list[Tree | Address] | None = None) -> str:
+        """Book a window."""
+        SEEN.append(window)
+        return "ok"
+
+
+async def test_null_for_a_key_that_is_not_required_leaves_it_out() -> None:
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(Calendar()))
+    window = {"start": 9, "end": None, "label": None}
+    assert await worker.call_tool("book", json.dumps({"window": window})) == "ok"
+    assert SEEN[-1] == {"start": 9, "label": None}  # a key that takes null keeps it
+
+
+async def test_union_choices_are_named_by_their_models_in_errors() -> None:
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(Calendar()))
+    with pytest.raises(ToolServerError.ToolExecution) as raised:
+        await worker.call_tool("book", '{"window": {"start": 1}, "pets": [{"street": 1}]}')
+    assert "pets[0].Tree.label: Field required" in str(raised.value)
+    assert "pets[0].Address.street: Input should be a valid string" in str(raised.value)
