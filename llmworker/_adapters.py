@@ -13,6 +13,7 @@ candidate's ``content``, its ``parts``, or the response (its first candidate).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -26,6 +27,8 @@ __all__ = ["tool_calls_from", "tool_results_message"]
 _OPENAI_CHAT = (DefinitionFormat.OPENAI_CHAT, DefinitionFormat.OPENAI_CHAT_STRICT)
 _OPENAI_RESPONSES = (DefinitionFormat.OPENAI_RESPONSES, DefinitionFormat.OPENAI_RESPONSES_STRICT)
 _ANTHROPIC = (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
+_GEMINI_CALL_KEYS = ("functionCall", "function_call")  # JSON, and the SDK's to_json_dict()
+_DERIVED_ID = re.compile(r"gemini-[0-9]+-.+", re.DOTALL)
 
 
 class _Reader:
@@ -154,17 +157,23 @@ def _gemini(reader: _Reader, output: object) -> list[ToolCall]:
     for index, item in enumerate(items):
         where = f"{path}[{index}]"
         part = reader.mapping(item, where)
-        if "functionCall" not in part:
+        key = next((key for key in _GEMINI_CALL_KEYS if key in part), None)
+        if key is None:
             continue
-        call = reader.mapping(part["functionCall"], f"{where}.functionCall")
-        name = reader.string(call.get("name"), f"{where}.functionCall.name")
-        arguments = reader.mapping(call.get("args", {}), f"{where}.functionCall.args")
+        call = reader.mapping(part[key], f"{where}.{key}")
+        name = reader.string(call.get("name"), f"{where}.{key}.name")
+        arguments = reader.mapping(call.get("args", {}), f"{where}.{key}.args")
         given = call.get("id")
-        call_id = given if isinstance(given, str) and given else f"gemini-{index}-{name}"
+        call_id = given if isinstance(given, str) and given else _derived_id(index, name)
         calls.append(
             ToolCall(call_id, name, canonical_json(cast("JsonValue", dict(arguments))).decode())
         )
     return calls
+
+
+def _derived_id(index: int, name: str) -> str:
+    """The id of a Gemini call that came without one: stable for the part and the name."""
+    return f"gemini-{index}-{name}"
 
 
 def tool_results_message(
@@ -211,12 +220,16 @@ def _gemini_parts(results: Sequence[ToolResult], calls: Sequence[ToolCall]) -> l
                 f"gemini results: no call with id '{shorten(result.call_id)}' among the calls "
                 "passed; Gemini answers a call by its tool name, so pass the calls too"
             )
+        # Gemini reads "error" as the failure and "output" as the result: never a bare object
         response: JsonValue
         if result.is_error:
             response = {"error": result.content}
         elif result.structured is not None:
-            response = result.structured
+            response = {"output": result.structured}
         else:
             response = {"output": result.content}
-        parts.append({"functionResponse": {"name": name, "response": response}})
+        answer: dict[str, JsonValue] = {"name": name, "response": response}
+        if not _DERIVED_ID.fullmatch(result.call_id):
+            answer["id"] = result.call_id  # the model's own id, given back to match its call
+        parts.append({"functionResponse": answer})
     return parts

@@ -120,6 +120,26 @@ async def test_gemini_function_calls_get_stable_ids_and_answers_by_name() -> Non
         tool_results_message(DefinitionFormat.GEMINI, outcome.results)
 
 
+async def test_gemini_ids_the_model_gave_are_answered_and_the_sdks_snake_case_is_read() -> None:
+    parts = [
+        {"function_call": {"id": "fc-1", "name": "echo", "args": {"text": "g"}}},
+        {"functionCall": {"name": "echo", "args": {"text": "h"}}},
+    ]
+    calls = tool_calls_from(DefinitionFormat.GEMINI, parts)
+    assert [(call.id, call.input_json) for call in calls] == [
+        ("fc-1", '{"text":"g"}'),
+        ("gemini-1-echo", '{"text":"h"}'),
+    ]
+    outcome = await run(calls)
+    assert tool_results_message(DefinitionFormat.GEMINI, outcome.results, calls) == {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"id": "fc-1", "name": "echo", "response": {"output": "g"}}},
+            {"functionResponse": {"name": "echo", "response": {"output": "h"}}},
+        ],
+    }
+
+
 MALFORMED: list[tuple[DefinitionFormat, object, str]] = [
         (DefinitionFormat.OPENAI_CHAT, {"tool_calls": [{"id": 1, "function": {"name": "x",
           "arguments": "{}"}}]}, r"\$\.tool_calls\[0\]\.id"),
