@@ -48,6 +48,7 @@ from ._remote import RemoteTool, RemoteToolServerHandle, SyncRemoteToolServerHan
 from ._schema import SchemaStyle
 from ._status import RemoteServiceError
 from ._strict import StrictSchemaError
+from ._streaming import OutputChunk, Progress, StreamEvent
 from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
@@ -71,6 +72,7 @@ __all__ = [
     "JsonValue",
     "Locked",
     "Mutable",
+    "OutputChunk",
     "Pause",
     "Paused",
     "PostToolCallContext",
@@ -78,11 +80,13 @@ __all__ = [
     "PostToolCallOutcome",
     "PreToolCallHook",
     "PreToolCallOutcome",
+    "Progress",
     "RemoteServiceError",
     "RemoteTool",
     "RemoteToolServerHandle",
     "SchemaStyle",
     "Skip",
+    "StreamEvent",
     "StrictSchemaError",
     "SyncRemoteToolServerHandle",
     "Tool",

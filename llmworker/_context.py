@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import Final, final
 
 from ._errors import WorkerError
+from ._streaming import CallEvents, checked_progress
 
 __all__ = ["CallMetadata", "ToolContext", "current_call"]
 
@@ -73,7 +74,7 @@ class ToolContext:
     """The call a tool is running: its id, the tool's name, the caller's metadata and the
     deadline (``time.monotonic()`` seconds, or None when the caller set none)."""
 
-    __slots__ = ("call_id", "deadline", "metadata", "tool_name")
+    __slots__ = ("_events", "call_id", "deadline", "metadata", "tool_name")
 
     def __init__(
         self,
@@ -86,6 +87,17 @@ class ToolContext:
         self.tool_name = tool_name
         self.metadata = metadata
         self.deadline = deadline
+        self._events: CallEvents | None = None
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str = ""
+    ) -> None:
+        """Tell a streaming caller how far the call has come (``progress`` of ``total``;
+        None: unknown). A no-op for a caller that does not stream. Callable from a sync
+        tool's thread; the caller sees at most one progress per 50 ms, and the last one."""
+        event = checked_progress(progress, total, message)
+        if self._events is not None:
+            self._events.progress(event)
 
     def time_remaining(self) -> float | None:
         """Seconds left before the call's deadline (0 once passed), or None without one."""
@@ -98,6 +110,11 @@ class ToolContext:
             f"ToolContext(call_id={self.call_id!r}, tool_name={self.tool_name!r}, "
             f"metadata={self.metadata!r}, deadline={self.deadline!r})"
         )
+
+
+def stream_progress(context: ToolContext, events: CallEvents) -> None:
+    """Send ``context``'s progress to ``events``: done by whoever streams the call."""
+    context._events = events  # pyright: ignore[reportPrivateUsage] - its own module
 
 
 CURRENT_CALL: Final = ContextVar[ToolContext]("llmworker_current_call")

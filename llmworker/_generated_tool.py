@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Final, Literal, final
 
 import pydantic
@@ -26,6 +26,7 @@ from ._arguments import KeywordsValidator, describe, render_result, unknown_fiel
 from ._context import ToolContext, current_call
 from ._errors import ToolError
 from ._schema import SchemaStyle, arguments_schema, is_structured, output_schema
+from ._streaming import streamed_output
 from ._text import message_of
 from ._tool import Tool, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
@@ -221,7 +222,15 @@ def generate_tool(
         annotations=options.annotations,
         requires_approval=options.requires_approval,
     )
-    wrapper = _wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
+    if inspect.isasyncgenfunction(function):
+        if not _streams_text(returned):
+            raise TypeError(
+                f"{where}: an async generator tool streams text chunks: annotate its return "
+                f"AsyncIterator[str] (got {returned!r})"
+            )
+        wrapper = _streaming_wrapper_class(owner, function, arguments, pascal, context_parameter)
+    else:
+        wrapper = _wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
     return GeneratedTool(meta, arguments, wrapper)
 
 
@@ -353,3 +362,56 @@ def _wrapper_class(
     Wrapper.__module__ = owner.__module__
     Wrapper.__doc__ = f"The Tool running {owner.__qualname__}.{function.__name__} on one instance."
     return Wrapper
+
+
+def _streams_text(returned: object) -> bool:
+    """Whether a return annotation is an async iterator (or generator) of ``str``."""
+    origin = typing.get_origin(returned)
+    streams = origin in (AsyncIterator, AsyncIterable, AsyncGenerator)
+    return streams and typing.get_args(returned)[:1] == (str,)
+
+
+def _streaming_wrapper_class(
+    owner: type,
+    function: Callable[..., object],
+    arguments: ArgumentsModel,
+    pascal: str,
+    context_parameter: str | None,
+) -> type[Tool]:
+    """The Tool of an async generator method: ``stream`` yields its chunks, ``execute``
+    (for unary calls) returns them joined."""
+    chunks_of = typing.cast("Callable[..., AsyncIterator[object]]", function)
+
+    class StreamingWrapper:
+        __slots__ = ("instance",)
+        uses_current_call = context_parameter is not None
+
+        def __init__(self, instance: object) -> None:
+            self.instance = instance
+
+        async def execute(self, input_json: str) -> str:
+            return await streamed_output(self.stream, input_json, None)
+
+        async def stream(self, input_json: str) -> AsyncIterator[str]:
+            values = arguments.validate(input_json)
+            if context_parameter is not None:
+                values[context_parameter] = current_call()
+            try:
+                async for chunk in chunks_of(self.instance, **values):
+                    if not isinstance(chunk, str):
+                        raise ToolError.Internal(
+                            f"the tool streamed {type(chunk).__name__}, not str; yield text"
+                        )
+                    yield chunk
+            except ToolError:
+                raise
+            except Exception as error:
+                raise ToolError.ExecutionFailed(message_of(error)) from error
+
+    StreamingWrapper.__name__ = f"Tool{pascal}"
+    StreamingWrapper.__qualname__ = f"{owner.__qualname__}.Tool{pascal}"
+    StreamingWrapper.__module__ = owner.__module__
+    StreamingWrapper.__doc__ = (
+        f"The streaming Tool running {owner.__qualname__}.{function.__name__} on one instance."
+    )
+    return StreamingWrapper

@@ -7,11 +7,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, TypeAlias, final
 
-from ._context import CURRENT_CALL, ToolContext
+from ._context import CURRENT_CALL, ToolContext, stream_progress
 from ._deadlines import TimeoutWatchdog, watchdog
 from ._definitions import DefinitionsSnapshot, SortedDefinitions
 from ._errors import ToolError, ToolServerError
 from ._formats import DefinitionFormat, FormattedDefinitions, format_definitions
+from ._streaming import STREAMED_CALL, CallEvents, streamed_output
 from ._text import message_of
 from ._tool import Tool, ToolDefinition, ToolOutput, declared_meta
 from ._tool_meta import ToolMeta
@@ -230,10 +231,18 @@ async def execute_tool(
     # ``@tool`` generates for methods without a ToolContext parameter do): then
     # ``current_call()`` is not set for it, a measurable part of a call's cost.
     uses = type(tool).__dict__.get("uses_current_call", True) is not False
-    token = CURRENT_CALL.set(context) if uses else None
+    events = STREAMED_CALL.get()
+    if events is not None and not events.claim():
+        events = None  # a tool the streamed tool calls: its caller does not see its events
+    if events is not None:
+        stream_progress(context, events)
+    token = CURRENT_CALL.set(context) if uses or events is not None else None
     watched = None if timeout is None else _watch(timeout)
     try:
-        result = await tool.execute(input_json)
+        if events is None:
+            result = await tool.execute(input_json)
+        else:
+            result = await _run_streamed(tool, input_json, events)
     except (ToolError, ToolServerError):
         raise
     except asyncio.CancelledError as error:
@@ -253,6 +262,14 @@ async def execute_tool(
     if isinstance(result, str):
         return result
     return _checked_output(tool, result)
+
+
+async def _run_streamed(tool: Tool, input_json: str, events: CallEvents) -> str | ToolOutput:
+    """A streamed call: a tool with a ``stream`` method sends its chunks as it makes them."""
+    stream = getattr(tool, "stream", None)
+    if stream is None:
+        return await tool.execute(input_json)
+    return await streamed_output(stream, input_json, events)
 
 
 _Watched: TypeAlias = tuple[TimeoutWatchdog, "asyncio.Task[object]", float]

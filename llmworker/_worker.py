@@ -13,7 +13,7 @@ other registry changes (and the run time refuses them too). Like a Rust move, a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar, cast, final
 
 from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch, run_one_call
@@ -21,6 +21,8 @@ from ._context import NO_METADATA
 from ._decisions import Decision
 from ._errors import ToolRegistryError, ToolServerError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook, ToolCall
+from ._stream_call import stream_one_call
+from ._streaming import StreamEvent
 from ._tool import ToolDefinition, ToolOutput
 from ._tool_meta import ToolMeta
 from ._tool_server import ToolServer, ToolServerHandle
@@ -144,6 +146,29 @@ class Worker(Generic[StateT]):
         gave one, else the text."""
         core = self._live()
         return await run_one_call(
+            core.handle, core.hooks, call_id, name, input_json, metadata, deadline, timeout
+        )
+
+    def stream_tool(
+        self,
+        name: str,
+        input_json: str,
+        *,
+        call_id: str = "",
+        metadata: Mapping[str, str] = NO_METADATA,
+        deadline: float | None = None,
+        timeout: float | None = None,
+    ) -> AsyncGenerator[StreamEvent]:
+        """Run one call as ``call_tool`` does, as an async iterator of its events:
+        ``Progress`` and ``OutputChunk`` while the tool runs, then the result as a
+        ``ToolOutput``, always last; the call's error is raised as ``call_tool`` raises it.
+
+        Pre-hooks run before the first event. Post-hooks see the final result and may
+        rewrite it; chunks already sent are not rewritten. Closing the iterator (or
+        cancelling its reader) cancels the call.
+        """
+        core = self._live()
+        return stream_one_call(
             core.handle, core.hooks, call_id, name, input_json, metadata, deadline, timeout
         )
 

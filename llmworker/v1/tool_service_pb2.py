@@ -27,7 +27,7 @@ from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
 from llmworker.v1 import tool_pb2 as llmworker_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fllmworker/v1/tool_service.proto\x12\x0cllmworker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x17llmworker/v1/tool.proto\"\x1e\n\x0eGetToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"C\n\x0fGetToolResponse\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\"\xb4\x01\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\ninput_json\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12=\n\x08metadata\x18\x04 \x03(\x0b\x32+.llmworker.v1.CallToolRequest.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"B\n\x10\x43\x61llToolResponse\x12\x0e\n\x06output\x18\x01 \x01(\t\x12\x1e\n\x16structured_output_json\x18\x02 \x01(\t\"@\n\x10\x43\x61llToolsRequest\x12,\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1d.llmworker.v1.CallToolRequest\"~\n\x11\x43\x61llToolsResponse\x12\x31\n\tcompleted\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.CompletedBatchH\x00\x12+\n\x06paused\x18\x02 \x01(\x0b\x32\x19.llmworker.v1.PausedBatchH\x00\x42\t\n\x07outcome\"Y\n\x0e\x43ompletedBatch\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.llmworker.v1.CallResult\x12\x1c\n\x14results_message_json\x18\x02 \x01(\t\"\xe4\x01\n\x1bRunProviderToolCallsRequest\x12.\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1e.llmworker.v1.DefinitionFormat\x12\x19\n\x11model_output_json\x18\x02 \x01(\t\x12I\n\x08metadata\x18\x03 \x03(\x0b\x32\x37.llmworker.v1.RunProviderToolCallsRequest.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"v\n\x1cRunProviderToolCallsResponse\x12\x1e\n\x14results_message_json\x18\x01 \x01(\tH\x00\x12+\n\x06paused\x18\x02 \x01(\x0b\x32\x19.llmworker.v1.PausedBatchH\x00\x42\t\n\x07outcome\"\x93\x01\n\nCallResult\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\x1e\n\x16structured_output_json\x18\x03 \x01(\t\x12\x10\n\x08is_error\x18\x04 \x01(\x08\x12\x0f\n\x07skipped\x18\x05 \x01(\x08\x12!\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x12.google.rpc.Status\"\xd9\x01\n\x0bPausedBatch\x12\x14\n\x0cresume_token\x18\x01 \x01(\t\x12\x30\n\rpending_calls\x18\x02 \x03(\x0b\x32\x19.llmworker.v1.PendingCall\x12)\n\x07results\x18\x03 \x03(\x0b\x32\x18.llmworker.v1.CallResult\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x16\n\x0epaused_call_id\x18\x05 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"[\n\x0bPendingCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ninput_json\x18\x03 \x01(\t\x12\x19\n\x11\x61waiting_approval\x18\x04 \x01(\x08\"Y\n\x12ResumeBatchRequest\x12\x14\n\x0cresume_token\x18\x01 \x01(\t\x12-\n\tdecisions\x18\x02 \x03(\x0b\x32\x1a.llmworker.v1.CallDecision\"\xb8\x01\n\x0c\x43\x61llDecision\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12)\n\x07\x61pprove\x18\x02 \x01(\x0b\x32\x16.llmworker.v1.ApprovalH\x00\x12$\n\x04\x64\x65ny\x18\x03 \x01(\x0b\x32\x14.llmworker.v1.DenialH\x00\x12:\n\x12\x61pprove_with_input\x18\x04 \x01(\x0b\x32\x1c.llmworker.v1.EditedApprovalH\x00\x42\n\n\x08\x64\x65\x63ision\"\n\n\x08\x41pproval\"\x18\n\x06\x44\x65nial\x12\x0e\n\x06reason\x18\x01 \x01(\t\"$\n\x0e\x45\x64itedApproval\x12\x12\n\ninput_json\x18\x01 \x01(\t\"\x8a\x01\n\x1cListDefinitionsSortedRequest\x12\x19\n\x11known_fingerprint\x18\x01 \x01(\t\x12.\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1e.llmworker.v1.DefinitionFormat\x12\x1f\n\x17\x61nthropic_cache_control\x18\x03 \x01(\x08\"\x94\x01\n\x1dListDefinitionsSortedResponse\x12\x31\n\x0b\x64\x65\x66initions\x18\x01 \x03(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x11\n\tunchanged\x18\x03 \x01(\x08\x12\x18\n\x10\x64\x65\x66initions_json\x18\x04 \x01(\t*\xc0\x02\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12!\n\x1d\x44\x45\x46INITION_FORMAT_OPENAI_CHAT\x10\x01\x12(\n$DEFINITION_FORMAT_OPENAI_CHAT_STRICT\x10\x02\x12&\n\"DEFINITION_FORMAT_OPENAI_RESPONSES\x10\x03\x12-\n)DEFINITION_FORMAT_OPENAI_RESPONSES_STRICT\x10\x04\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x05\x12&\n\"DEFINITION_FORMAT_ANTHROPIC_STRICT\x10\x06\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_GEMINI\x10\x07\x32\xa1\x04\n\x0bToolService\x12\x46\n\x07GetTool\x12\x1c.llmworker.v1.GetToolRequest\x1a\x1d.llmworker.v1.GetToolResponse\x12I\n\x08\x43\x61llTool\x12\x1d.llmworker.v1.CallToolRequest\x1a\x1e.llmworker.v1.CallToolResponse\x12p\n\x15ListDefinitionsSorted\x12*.llmworker.v1.ListDefinitionsSortedRequest\x1a+.llmworker.v1.ListDefinitionsSortedResponse\x12L\n\tCallTools\x12\x1e.llmworker.v1.CallToolsRequest\x1a\x1f.llmworker.v1.CallToolsResponse\x12P\n\x0bResumeBatch\x12 .llmworker.v1.ResumeBatchRequest\x1a\x1f.llmworker.v1.CallToolsResponse\x12m\n\x14RunProviderToolCalls\x12).llmworker.v1.RunProviderToolCallsRequest\x1a*.llmworker.v1.RunProviderToolCallsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fllmworker/v1/tool_service.proto\x12\x0cllmworker.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x17llmworker/v1/tool.proto\"\x1e\n\x0eGetToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"C\n\x0fGetToolResponse\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\"\xb4\x01\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\ninput_json\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12=\n\x08metadata\x18\x04 \x03(\x0b\x32+.llmworker.v1.CallToolRequest.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"B\n\x10\x43\x61llToolResponse\x12\x0e\n\x06output\x18\x01 \x01(\t\x12\x1e\n\x16structured_output_json\x18\x02 \x01(\t\"\xad\x01\n\rCallToolEvent\x12.\n\x08progress\x18\x01 \x01(\x0b\x32\x1a.llmworker.v1.ToolProgressH\x00\x12\x31\n\x0coutput_chunk\x18\x02 \x01(\x0b\x32\x19.llmworker.v1.OutputChunkH\x00\x12\x30\n\x06result\x18\x03 \x01(\x0b\x32\x1e.llmworker.v1.CallToolResponseH\x00\x42\x07\n\x05\x65vent\"O\n\x0cToolProgress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\x12\n\x05total\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\tB\x08\n\x06_total\"\x1b\n\x0bOutputChunk\x12\x0c\n\x04text\x18\x01 \x01(\t\"@\n\x10\x43\x61llToolsRequest\x12,\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1d.llmworker.v1.CallToolRequest\"~\n\x11\x43\x61llToolsResponse\x12\x31\n\tcompleted\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.CompletedBatchH\x00\x12+\n\x06paused\x18\x02 \x01(\x0b\x32\x19.llmworker.v1.PausedBatchH\x00\x42\t\n\x07outcome\"Y\n\x0e\x43ompletedBatch\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.llmworker.v1.CallResult\x12\x1c\n\x14results_message_json\x18\x02 \x01(\t\"\xe4\x01\n\x1bRunProviderToolCallsRequest\x12.\n\x06\x66ormat\x18\x01 \x01(\x0e\x32\x1e.llmworker.v1.DefinitionFormat\x12\x19\n\x11model_output_json\x18\x02 \x01(\t\x12I\n\x08metadata\x18\x03 \x03(\x0b\x32\x37.llmworker.v1.RunProviderToolCallsRequest.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"v\n\x1cRunProviderToolCallsResponse\x12\x1e\n\x14results_message_json\x18\x01 \x01(\tH\x00\x12+\n\x06paused\x18\x02 \x01(\x0b\x32\x19.llmworker.v1.PausedBatchH\x00\x42\t\n\x07outcome\"\x93\x01\n\nCallResult\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\x1e\n\x16structured_output_json\x18\x03 \x01(\t\x12\x10\n\x08is_error\x18\x04 \x01(\x08\x12\x0f\n\x07skipped\x18\x05 \x01(\x08\x12!\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x12.google.rpc.Status\"\xd9\x01\n\x0bPausedBatch\x12\x14\n\x0cresume_token\x18\x01 \x01(\t\x12\x30\n\rpending_calls\x18\x02 \x03(\x0b\x32\x19.llmworker.v1.PendingCall\x12)\n\x07results\x18\x03 \x03(\x0b\x32\x18.llmworker.v1.CallResult\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x16\n\x0epaused_call_id\x18\x05 \x01(\t\x12/\n\x0b\x65xpire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"[\n\x0bPendingCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x12\n\ninput_json\x18\x03 \x01(\t\x12\x19\n\x11\x61waiting_approval\x18\x04 \x01(\x08\"Y\n\x12ResumeBatchRequest\x12\x14\n\x0cresume_token\x18\x01 \x01(\t\x12-\n\tdecisions\x18\x02 \x03(\x0b\x32\x1a.llmworker.v1.CallDecision\"\xb8\x01\n\x0c\x43\x61llDecision\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12)\n\x07\x61pprove\x18\x02 \x01(\x0b\x32\x16.llmworker.v1.ApprovalH\x00\x12$\n\x04\x64\x65ny\x18\x03 \x01(\x0b\x32\x14.llmworker.v1.DenialH\x00\x12:\n\x12\x61pprove_with_input\x18\x04 \x01(\x0b\x32\x1c.llmworker.v1.EditedApprovalH\x00\x42\n\n\x08\x64\x65\x63ision\"\n\n\x08\x41pproval\"\x18\n\x06\x44\x65nial\x12\x0e\n\x06reason\x18\x01 \x01(\t\"$\n\x0e\x45\x64itedApproval\x12\x12\n\ninput_json\x18\x01 \x01(\t\"\x8a\x01\n\x1cListDefinitionsSortedRequest\x12\x19\n\x11known_fingerprint\x18\x01 \x01(\t\x12.\n\x06\x66ormat\x18\x02 \x01(\x0e\x32\x1e.llmworker.v1.DefinitionFormat\x12\x1f\n\x17\x61nthropic_cache_control\x18\x03 \x01(\x08\"\x94\x01\n\x1dListDefinitionsSortedResponse\x12\x31\n\x0b\x64\x65\x66initions\x18\x01 \x03(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12\x11\n\tunchanged\x18\x03 \x01(\x08\x12\x18\n\x10\x64\x65\x66initions_json\x18\x04 \x01(\t*\xc0\x02\n\x10\x44\x65\x66initionFormat\x12!\n\x1d\x44\x45\x46INITION_FORMAT_UNSPECIFIED\x10\x00\x12!\n\x1d\x44\x45\x46INITION_FORMAT_OPENAI_CHAT\x10\x01\x12(\n$DEFINITION_FORMAT_OPENAI_CHAT_STRICT\x10\x02\x12&\n\"DEFINITION_FORMAT_OPENAI_RESPONSES\x10\x03\x12-\n)DEFINITION_FORMAT_OPENAI_RESPONSES_STRICT\x10\x04\x12\x1f\n\x1b\x44\x45\x46INITION_FORMAT_ANTHROPIC\x10\x05\x12&\n\"DEFINITION_FORMAT_ANTHROPIC_STRICT\x10\x06\x12\x1c\n\x18\x44\x45\x46INITION_FORMAT_GEMINI\x10\x07\x32\xf1\x04\n\x0bToolService\x12\x46\n\x07GetTool\x12\x1c.llmworker.v1.GetToolRequest\x1a\x1d.llmworker.v1.GetToolResponse\x12I\n\x08\x43\x61llTool\x12\x1d.llmworker.v1.CallToolRequest\x1a\x1e.llmworker.v1.CallToolResponse\x12p\n\x15ListDefinitionsSorted\x12*.llmworker.v1.ListDefinitionsSortedRequest\x1a+.llmworker.v1.ListDefinitionsSortedResponse\x12L\n\tCallTools\x12\x1e.llmworker.v1.CallToolsRequest\x1a\x1f.llmworker.v1.CallToolsResponse\x12P\n\x0bResumeBatch\x12 .llmworker.v1.ResumeBatchRequest\x1a\x1f.llmworker.v1.CallToolsResponse\x12m\n\x14RunProviderToolCalls\x12).llmworker.v1.RunProviderToolCallsRequest\x1a*.llmworker.v1.RunProviderToolCallsResponse\x12N\n\x0e\x43\x61llToolStream\x12\x1d.llmworker.v1.CallToolRequest\x1a\x1b.llmworker.v1.CallToolEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CALLTOOLREQUEST_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_RUNPROVIDERTOOLCALLSREQUEST_METADATAENTRY']._loaded_options = None
   _globals['_RUNPROVIDERTOOLCALLSREQUEST_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_DEFINITIONFORMAT']._serialized_start=2230
-  _globals['_DEFINITIONFORMAT']._serialized_end=2550
+  _globals['_DEFINITIONFORMAT']._serialized_start=2516
+  _globals['_DEFINITIONFORMAT']._serialized_end=2836
   _globals['_GETTOOLREQUEST']._serialized_start=132
   _globals['_GETTOOLREQUEST']._serialized_end=162
   _globals['_GETTOOLRESPONSE']._serialized_start=164
@@ -50,38 +50,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CALLTOOLREQUEST_METADATAENTRY']._serialized_end=414
   _globals['_CALLTOOLRESPONSE']._serialized_start=416
   _globals['_CALLTOOLRESPONSE']._serialized_end=482
-  _globals['_CALLTOOLSREQUEST']._serialized_start=484
-  _globals['_CALLTOOLSREQUEST']._serialized_end=548
-  _globals['_CALLTOOLSRESPONSE']._serialized_start=550
-  _globals['_CALLTOOLSRESPONSE']._serialized_end=676
-  _globals['_COMPLETEDBATCH']._serialized_start=678
-  _globals['_COMPLETEDBATCH']._serialized_end=767
-  _globals['_RUNPROVIDERTOOLCALLSREQUEST']._serialized_start=770
-  _globals['_RUNPROVIDERTOOLCALLSREQUEST']._serialized_end=998
+  _globals['_CALLTOOLEVENT']._serialized_start=485
+  _globals['_CALLTOOLEVENT']._serialized_end=658
+  _globals['_TOOLPROGRESS']._serialized_start=660
+  _globals['_TOOLPROGRESS']._serialized_end=739
+  _globals['_OUTPUTCHUNK']._serialized_start=741
+  _globals['_OUTPUTCHUNK']._serialized_end=768
+  _globals['_CALLTOOLSREQUEST']._serialized_start=770
+  _globals['_CALLTOOLSREQUEST']._serialized_end=834
+  _globals['_CALLTOOLSRESPONSE']._serialized_start=836
+  _globals['_CALLTOOLSRESPONSE']._serialized_end=962
+  _globals['_COMPLETEDBATCH']._serialized_start=964
+  _globals['_COMPLETEDBATCH']._serialized_end=1053
+  _globals['_RUNPROVIDERTOOLCALLSREQUEST']._serialized_start=1056
+  _globals['_RUNPROVIDERTOOLCALLSREQUEST']._serialized_end=1284
   _globals['_RUNPROVIDERTOOLCALLSREQUEST_METADATAENTRY']._serialized_start=367
   _globals['_RUNPROVIDERTOOLCALLSREQUEST_METADATAENTRY']._serialized_end=414
-  _globals['_RUNPROVIDERTOOLCALLSRESPONSE']._serialized_start=1000
-  _globals['_RUNPROVIDERTOOLCALLSRESPONSE']._serialized_end=1118
-  _globals['_CALLRESULT']._serialized_start=1121
-  _globals['_CALLRESULT']._serialized_end=1268
-  _globals['_PAUSEDBATCH']._serialized_start=1271
-  _globals['_PAUSEDBATCH']._serialized_end=1488
-  _globals['_PENDINGCALL']._serialized_start=1490
-  _globals['_PENDINGCALL']._serialized_end=1581
-  _globals['_RESUMEBATCHREQUEST']._serialized_start=1583
-  _globals['_RESUMEBATCHREQUEST']._serialized_end=1672
-  _globals['_CALLDECISION']._serialized_start=1675
-  _globals['_CALLDECISION']._serialized_end=1859
-  _globals['_APPROVAL']._serialized_start=1861
-  _globals['_APPROVAL']._serialized_end=1871
-  _globals['_DENIAL']._serialized_start=1873
-  _globals['_DENIAL']._serialized_end=1897
-  _globals['_EDITEDAPPROVAL']._serialized_start=1899
-  _globals['_EDITEDAPPROVAL']._serialized_end=1935
-  _globals['_LISTDEFINITIONSSORTEDREQUEST']._serialized_start=1938
-  _globals['_LISTDEFINITIONSSORTEDREQUEST']._serialized_end=2076
-  _globals['_LISTDEFINITIONSSORTEDRESPONSE']._serialized_start=2079
-  _globals['_LISTDEFINITIONSSORTEDRESPONSE']._serialized_end=2227
-  _globals['_TOOLSERVICE']._serialized_start=2553
-  _globals['_TOOLSERVICE']._serialized_end=3098
+  _globals['_RUNPROVIDERTOOLCALLSRESPONSE']._serialized_start=1286
+  _globals['_RUNPROVIDERTOOLCALLSRESPONSE']._serialized_end=1404
+  _globals['_CALLRESULT']._serialized_start=1407
+  _globals['_CALLRESULT']._serialized_end=1554
+  _globals['_PAUSEDBATCH']._serialized_start=1557
+  _globals['_PAUSEDBATCH']._serialized_end=1774
+  _globals['_PENDINGCALL']._serialized_start=1776
+  _globals['_PENDINGCALL']._serialized_end=1867
+  _globals['_RESUMEBATCHREQUEST']._serialized_start=1869
+  _globals['_RESUMEBATCHREQUEST']._serialized_end=1958
+  _globals['_CALLDECISION']._serialized_start=1961
+  _globals['_CALLDECISION']._serialized_end=2145
+  _globals['_APPROVAL']._serialized_start=2147
+  _globals['_APPROVAL']._serialized_end=2157
+  _globals['_DENIAL']._serialized_start=2159
+  _globals['_DENIAL']._serialized_end=2183
+  _globals['_EDITEDAPPROVAL']._serialized_start=2185
+  _globals['_EDITEDAPPROVAL']._serialized_end=2221
+  _globals['_LISTDEFINITIONSSORTEDREQUEST']._serialized_start=2224
+  _globals['_LISTDEFINITIONSSORTEDREQUEST']._serialized_end=2362
+  _globals['_LISTDEFINITIONSSORTEDRESPONSE']._serialized_start=2365
+  _globals['_LISTDEFINITIONSSORTEDRESPONSE']._serialized_end=2513
+  _globals['_TOOLSERVICE']._serialized_start=2839
+  _globals['_TOOLSERVICE']._serialized_end=3464
 # @@protoc_insertion_point(module_scope)

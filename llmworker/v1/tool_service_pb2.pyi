@@ -210,6 +210,96 @@ class CallToolResponse(_message.Message):
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
 
 @_typing.final
+class CallToolEvent(_message.Message):
+    """One event of a streamed call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROGRESS_FIELD_NUMBER: _builtins.int
+    OUTPUT_CHUNK_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def progress(self) -> Global___ToolProgress:
+        """How far the tool has come, as it reported."""
+
+    @_builtins.property
+    def output_chunk(self) -> Global___OutputChunk:
+        """Text the tool produced; the result's output is the concatenation of every chunk."""
+
+    @_builtins.property
+    def result(self) -> Global___CallToolResponse:
+        """The call's result: the last event of a call that succeeded."""
+
+    def __init__(
+        self,
+        *,
+        progress: Global___ToolProgress | None = ...,
+        output_chunk: Global___OutputChunk | None = ...,
+        result: Global___CallToolResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "output_chunk", b"output_chunk", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "output_chunk", b"output_chunk", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "output_chunk", "result"]  # noqa: Y015
+    _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
+
+Global___CallToolEvent: _TypeAlias = CallToolEvent  # noqa: Y015
+
+@_typing.final
+class ToolProgress(_message.Message):
+    """Progress a tool reported: `progress` out of `total` (absent when the tool does not know
+    it), and an optional message for people.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROGRESS_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    progress: _builtins.float
+    total: _builtins.float
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        progress: _builtins.float = ...,
+        total: _builtins.float | None = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "message", b"message", "progress", b"progress", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__total: _TypeAlias = _typing.Literal["total"]  # noqa: Y015
+    _WhichOneofArgType__total: _TypeAlias = _typing.Literal["_total", b"_total"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__total) -> _WhichOneofReturnType__total | None: ...
+
+Global___ToolProgress: _TypeAlias = ToolProgress  # noqa: Y015
+
+@_typing.final
+class OutputChunk(_message.Message):
+    """A piece of a streaming tool's output text."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OutputChunk: _TypeAlias = OutputChunk  # noqa: Y015
+
+@_typing.final
 class CallToolsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

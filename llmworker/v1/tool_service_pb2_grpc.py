@@ -100,6 +100,11 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.FromString,
                 _registered_method=True)
+        self.CallToolStream = channel.unary_stream(
+                '/llmworker.v1.ToolService/CallToolStream',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -189,6 +194,18 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CallToolStream(self, request, context):
+        """Run one tool as CallTool does (same hooks, limits and errors), streaming what it reports
+        while it runs: progress (coalesced to at most one per 50 ms; the last one always sent)
+        and output chunks (merged while the reader is behind), then its result, always last on
+        success. A failure ends the stream with CallTool's status and ErrorInfo. Cancelling the
+        stream, or its deadline passing, cancels the tool. A tool that does not stream sends its
+        result only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -221,6 +238,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.RunProviderToolCalls,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.SerializeToString,
+            ),
+            'CallToolStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.CallToolStream,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -421,6 +443,33 @@ class ToolService:
             '/llmworker.v1.ToolService/RunProviderToolCalls',
             llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.RunProviderToolCallsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CallToolStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/llmworker.v1.ToolService/CallToolStream',
+            llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.FromString,
             options,
             channel_credentials,
             insecure,

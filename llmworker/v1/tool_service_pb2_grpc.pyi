@@ -72,6 +72,14 @@ class ToolServiceStub:
     a CallTools batch (same hooks, approval and pauses); the answer is the message (or
     items) to append to the conversation, in the same provider's format.
     """
+    CallToolStream: _aio.UnaryStreamMultiCallable[_tool_service_pb2.CallToolRequest, _tool_service_pb2.CallToolEvent]
+    """Run one tool as CallTool does (same hooks, limits and errors), streaming what it reports
+    while it runs: progress (coalesced to at most one per 50 ms; the last one always sent)
+    and output chunks (merged while the reader is behind), then its result, always last on
+    success. A failure ends the stream with CallTool's status and ErrorInfo. Cancelling the
+    stream, or its deadline passing, cancels the tool. A tool that does not stream sends its
+    result only.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -166,6 +174,20 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         """Run the tool calls of one model response, passed through as the provider's JSON, as
         a CallTools batch (same hooks, approval and pauses); the answer is the message (or
         items) to append to the conversation, in the same provider's format.
+        """
+
+    @_abc_1.abstractmethod
+    def CallToolStream(
+        self,
+        request: _tool_service_pb2.CallToolRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.CallToolRequest, _abc.AsyncIterator[_tool_service_pb2.CallToolEvent]],
+    ) -> _abc.AsyncIterator[_tool_service_pb2.CallToolEvent]:
+        """Run one tool as CallTool does (same hooks, limits and errors), streaming what it reports
+        while it runs: progress (coalesced to at most one per 50 ms; the last one always sent)
+        and output chunks (merged while the reader is behind), then its result, always last on
+        success. A failure ends the stream with CallTool's status and ErrorInfo. Cancelling the
+        stream, or its deadline passing, cancels the tool. A tool that does not stream sends its
+        result only.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...
