@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import json
 import signal
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
 import grpc
@@ -89,6 +89,18 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
             for call in message["tool_calls"]
         ]
         return pb.RunProviderToolCallsResponse(results_message_json=json.dumps(answers))
+
+    async def CallToolStream(
+        self,
+        request: pb.CallToolRequest,
+        context: grpc.aio.ServicerContext[pb.CallToolRequest, AsyncIterator[pb.CallToolEvent]],
+    ) -> AsyncIterator[pb.CallToolEvent]:
+        """A call of ``chunks`` (from its JSON input; 0 without) one-character chunks, then
+        the input as the result."""
+        chunks = json.loads(request.input_json).get("chunks", 0) if request.input_json else 0
+        for _ in range(chunks):
+            yield pb.CallToolEvent(output_chunk=pb.OutputChunk(text="."))
+        yield pb.CallToolEvent(result=pb.CallToolResponse(output=request.input_json))
 
 
 def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:
