@@ -1,15 +1,16 @@
 """The demo tool set that ``make run`` serves: echo, a calculator, a clock, a key-value store
-(whose deletes need a person's approval), an order validator and ``whoami``, which reports
-the call's context; all written with the decorators."""
+(whose deletes need a person's approval), an order validator, ``whoami``, which reports
+the call's context, and ``countdown``, which streams; all written with the decorators."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import datetime
 import math
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, Field
@@ -120,19 +121,22 @@ class DemoTools:
         """Store a value under a key (replacing any previous value); the store holds at most
         10,000 keys and 16 Mi characters."""
         async with self._lock:
-            previous = self._store.get(key)
-            cost = len(key) + len(value) if previous is None else len(value) - len(previous)
-            if previous is None and len(self._store) >= _MAX_KEYS:
-                raise ToolError.ExecutionFailed(
-                    f"the store is full ({_MAX_KEYS} keys); replace an existing key's value"
-                )
-            if self._stored + cost > _MAX_STORE_CHARACTERS:
-                raise ToolError.ExecutionFailed(
-                    f"the store is full ({_MAX_STORE_CHARACTERS} characters); store less"
-                )
-            self._store[key] = value
-            self._stored += cost
+            self._put(key, value)
         return "ok"
+
+    def _put(self, key: str, value: str) -> None:
+        previous = self._store.get(key)
+        cost = len(key) + len(value) if previous is None else len(value) - len(previous)
+        if previous is None and len(self._store) >= _MAX_KEYS:
+            raise ToolError.ExecutionFailed(
+                f"the store is full ({_MAX_KEYS} keys); replace an existing key's value"
+            )
+        if self._stored + cost > _MAX_STORE_CHARACTERS:
+            raise ToolError.ExecutionFailed(
+                f"the store is full ({_MAX_STORE_CHARACTERS} characters); store less"
+            )
+        self._store[key] = value
+        self._stored += cost
 
     @tool
     async def kv_get(self, key: str) -> str:
@@ -165,6 +169,26 @@ class DemoTools:
             metadata=dict(context.metadata),
             seconds_left=None if left is None else round(left, 3),
         )
+
+    @tool(read_only=True, idempotent=True, open_world=False)
+    async def countdown(
+        self,
+        n: Annotated[int, Field(ge=1, le=10_000)],
+        context: ToolContext,
+        delay: Annotated[float, Field(ge=0, le=10)] = 0.05,
+    ) -> AsyncIterator[str]:
+        """Count down from n, one line per step and `delay` seconds apart, reporting progress
+        (a demo of streaming: CallToolStream shows each step as it happens). A countdown
+        cancelled before its end stores "cancelled" under `countdown.<call id>`."""
+        try:
+            for step in range(n):
+                context.report_progress(step + 1, n, f"{n - step} to go")
+                yield f"{n - step}\n"
+                await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            with contextlib.suppress(ToolError):  # a full store loses the note, not the cancel
+                self._put(f"countdown.{context.call_id}", "cancelled")
+            raise
 
     @tool
     async def kv_list(self) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, TypeVar, final
 
@@ -25,6 +25,7 @@ __all__ = [
     "add_service",
     "guarded",
     "is_requested_cancel",
+    "server_streaming",
     "unary",
 ]
 
@@ -128,6 +129,19 @@ def unary(
     """A unary-unary handler whose requests are parsed leniently."""
     return grpc.unary_unary_rpc_method_handler(
         behavior, request_deserializer=_lenient(parse), response_serializer=serialize
+    )
+
+
+def server_streaming(
+    behavior: Callable[[RequestT | MalformedRequest, Context], AsyncIterator[ResponseT]],
+    parse: Callable[[bytes], RequestT],
+    serialize: Callable[[ResponseT], bytes],
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """A unary-stream handler whose requests are parsed leniently."""
+    return grpc.unary_stream_rpc_method_handler(
+        behavior,  # grpc.aio takes an async generator here
+        request_deserializer=_lenient(parse),
+        response_serializer=serialize,
     )
 
 

@@ -1,12 +1,13 @@
-"""The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted, and
-(through ``BatchCalls``) CallTools and ResumeBatch."""
+"""The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted,
+(through ``BatchCalls``) CallTools, ResumeBatch and RunProviderToolCalls, and (through
+``CallStreams``) CallToolStream."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 import grpc.aio
 
@@ -27,6 +28,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 from .batches import BatchCalls
 from .call_log import CallLog
 from .call_requests import aborted_status, call_problem
+from .call_stream import CallStreams
 from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
 from .limits import CallLimits
@@ -42,15 +44,27 @@ from .rpc import (
     add_service,
     guarded,
     is_requested_cancel,
+    server_streaming,
     unary,
 )
 
-__all__ = ["ToolService"]
+__all__ = ["AdmittedCall", "ToolService"]
 
 _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
     Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
 )
+
+
+class AdmittedCall(NamedTuple):
+    """A call that passed the checks, with the server's timeout and the caller's deadline."""
+
+    name: str
+    input_json: str
+    call_id: str
+    metadata: CallMetadata
+    deadline: float | None
+    timeout: float | None
 
 
 class ToolService:
@@ -82,6 +96,7 @@ class ToolService:
         self._listing = DefinitionListing(registry)
         held = paused if paused is not None else PausedBatches(900.0, 1000)
         self._batches = BatchCalls(self, registry, held)
+        self._streams = CallStreams(self)
 
     @property
     def registry(self) -> Registry:
@@ -139,6 +154,11 @@ class ToolService:
                     pb.ResumeBatchRequest.FromString,
                     pb.CallToolsResponse.SerializeToString,
                 ),
+                "CallToolStream": server_streaming(
+                    self._streams.call_tool_stream,
+                    pb.CallToolRequest.FromString,
+                    pb.CallToolEvent.SerializeToString,
+                ),
             },
         )
 
@@ -182,6 +202,46 @@ class ToolService:
     async def call_tool(
         self, request: pb.CallToolRequest | MalformedRequest, context: Context
     ) -> pb.CallToolResponse:
+        call = await self.admit(request, context)
+        name = call.name
+        log_id, started = self.start()
+        label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
+        status: ErrorStatus | None = None
+        try:
+            output = await self._registry.worker.call_tool_output(
+                name,
+                call.input_json,
+                call_id=call.call_id or log_id,
+                metadata=call.metadata,
+                deadline=call.deadline,
+                timeout=call.timeout,
+            )
+            if type(output) is str and len(output) <= self._output_surely_fits:
+                try:  # the common case, inline
+                    response = pb.CallToolResponse(output=output)
+                except UnicodeEncodeError:
+                    response = self.response_of(name, output)  # raises what the tool did wrong
+            else:
+                response = self.response_of(name, output)
+            label = "OK"
+            return response
+        except asyncio.CancelledError as error:
+            if is_requested_cancel():
+                raise  # the client cancelled, or its deadline passed
+            status = self.crashed(name, log_id, error)  # nobody asked: a defect in a hook
+        except BaseException as error:  # a hook or the worker itself failed: never the process
+            status = self.status_for(name, log_id, error)
+        finally:
+            self.finish(name, label if status is None else status.code.name, started)
+        assert status is not None  # set on every path that neither returned nor raised
+        await abort(context, status)
+
+    async def admit(
+        self, request: pb.CallToolRequest | MalformedRequest, context: Context
+    ) -> AdmittedCall:
+        """The call ``request`` asks for, once every check passed; else the call is aborted
+        with the reason (malformed, shutting down, no name, input too large, bad call id or
+        metadata, too many calls in flight)."""
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
         if self._gate.closed and not await self._gate.hold():
@@ -206,48 +266,29 @@ class ToolService:
         remaining = cast("float | None", context.time_remaining())  # None: no deadline
         timeout = self._limits.server_timeout(name, remaining)
         deadline = None if remaining is None else time.monotonic() + remaining
+        return AdmittedCall(name, input_json, call_id, frozen, deadline, timeout)
+
+    def status_for(self, name: str, log_id: str, error: BaseException) -> ErrorStatus:
+        """The status answering what a call to ``name`` raised (logged under ``log_id``
+        when unexpected)."""
+        if isinstance(error, ToolServerError):
+            return self.failed(name, log_id, error)
+        if isinstance(error, ToolCallPaused):
+            return _paused_status(name, error)
+        if isinstance(error, ToolBatchAborted):
+            return aborted_status(error, name)
+        return self.crashed(name, log_id, error)
+
+    def start(self) -> tuple[str, float]:
+        """Count a call in flight: its log id and start time (``finish`` ends it)."""
         self._in_flight += 1
-        started = time.perf_counter()
-        label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
-        status: ErrorStatus | None = None
-        log_id = str(next(self._call_ids))
-        try:
-            output = await self._registry.worker.call_tool_output(
-                name,
-                input_json,
-                call_id=call_id or log_id,
-                metadata=frozen,
-                deadline=deadline,
-                timeout=timeout,
-            )
-            if type(output) is str and len(output) <= self._output_surely_fits:
-                try:  # the common case, inline
-                    response = pb.CallToolResponse(output=output)
-                except UnicodeEncodeError:
-                    response = self.response_of(name, output)  # raises what the tool did wrong
-            else:
-                response = self.response_of(name, output)
-            label = "OK"
-            return response
-        except ToolServerError as error:
-            status = self.failed(name, log_id, error)
-        except ToolCallPaused as paused:
-            status = _paused_status(name, paused)
-        except ToolBatchAborted as error:
-            status = aborted_status(error, name)
-        except asyncio.CancelledError as error:
-            if is_requested_cancel():
-                raise  # the client cancelled, or its deadline passed
-            status = self.crashed(name, log_id, error)  # nobody asked: a defect in a hook
-        except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = self.crashed(name, log_id, error)
-        finally:
-            self._in_flight -= 1
-            if self._call_log is not None:
-                label = label if status is None else status.code.name
-                self._call_log.record(name, label, started)
-        assert status is not None  # set on every path that neither returned nor raised
-        await abort(context, status)
+        return str(next(self._call_ids)), time.perf_counter()
+
+    def finish(self, name: str, label: str, started: float) -> None:
+        """A call counted by ``start`` ended as ``label`` (OK, CANCELLED or a code name)."""
+        self._in_flight -= 1
+        if self._call_log is not None:
+            self._call_log.record(name, label, started)
 
     def response_of(self, name: str, output: str | ToolOutput) -> pb.CallToolResponse:
         """The response carrying a result; ``ToolServerError`` (the tool's internal error)
