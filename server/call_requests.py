@@ -1,9 +1,10 @@
-"""What a CallToolRequest may carry beside name and input: the call id and metadata."""
+"""What a CallToolRequest may carry beside name and input (the call id and metadata), and
+the call it becomes once admitted."""
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from llmworker import ToolBatchAborted
 from llmworker._context import NO_METADATA, CallMetadata
@@ -12,13 +13,30 @@ from llmworker._status import ErrorStatus, Reason
 from llmworker._text import shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
-__all__ = ["MAX_CALL_ID_CHARS", "aborted_status", "call_metadata", "call_problem"]
+__all__ = [
+    "MAX_CALL_ID_CHARS",
+    "AdmittedCall",
+    "aborted_status",
+    "call_metadata",
+    "call_problem",
+]
 
 MAX_CALL_ID_CHARS: Final = 128
 MAX_METADATA_ENTRIES: Final = 64
 MAX_METADATA_VALUE_BYTES: Final = 4096
 _CALL_ID: Final = re.compile(r"[\x20-\x7e]{1,128}")
 _METADATA_KEY: Final = re.compile(r"[a-z0-9._-]{1,64}")
+
+
+class AdmittedCall(NamedTuple):
+    """A call that passed the checks, with the server's timeout and the caller's deadline."""
+
+    name: str
+    input_json: str
+    call_id: str
+    metadata: CallMetadata
+    deadline: float | None
+    timeout: float | None
 
 
 def call_problem(request: pb.CallToolRequest) -> ErrorStatus | None:

@@ -10,7 +10,7 @@ from llmworker import OutputChunk, Progress, ToolOutput
 from llmworker._status import ErrorStatus
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .rpc import Context, MalformedRequest, abort, is_requested_cancel
+from .rpc import SHUTTING_DOWN, Context, MalformedRequest, abort, is_requested_cancel
 
 if TYPE_CHECKING:
     from .service import ToolService
@@ -32,7 +32,11 @@ class CallStreams:
         self, request: pb.CallToolRequest | MalformedRequest, context: Context
     ) -> AsyncIterator[pb.CallToolEvent]:
         service = self._service
-        call = await service.admit(request, context)
+        if service.gate.closed and not await service.gate.hold():
+            await abort(context, SHUTTING_DOWN)
+        call = service.admit(request, context)
+        if isinstance(call, ErrorStatus):
+            await abort(context, call)
         name = call.name
         log_id, started = service.start()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed

@@ -25,6 +25,7 @@ __all__ = [
     "add_service",
     "guarded",
     "is_requested_cancel",
+    "malformed_status",
     "server_streaming",
     "unary",
 ]
@@ -69,13 +70,14 @@ async def abort(context: Context, status: ErrorStatus) -> NoReturn:
 
 
 async def abort_malformed(context: Context, request: MalformedRequest) -> NoReturn:
-    await abort(
-        context,
-        ErrorStatus.of(
-            Reason.INVALID_REQUEST,
-            f"the request is not a valid protobuf message ({request.problem}); string fields "
-            "must be UTF-8",
-        ),
+    await abort(context, malformed_status(request))
+
+
+def malformed_status(request: MalformedRequest) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.INVALID_REQUEST,
+        f"the request is not a valid protobuf message ({request.problem}); string fields "
+        "must be UTF-8",
     )
 
 

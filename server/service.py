@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from typing import Final, NamedTuple, cast
+from typing import Final, cast
 
 import grpc.aio
 
@@ -27,7 +27,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 
 from .batches import BatchCalls
 from .call_log import CallLog
-from .call_requests import aborted_status, call_problem
+from .call_requests import AdmittedCall, aborted_status, call_problem
 from .call_stream import CallStreams
 from .drain import DrainGate
 from .failure_log import FailureLog, unexpected_cause
@@ -44,27 +44,17 @@ from .rpc import (
     add_service,
     guarded,
     is_requested_cancel,
+    malformed_status,
     server_streaming,
     unary,
 )
 
-__all__ = ["AdmittedCall", "ToolService"]
+__all__ = ["ToolService"]
 
 _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
     Reason.INVALID_REQUEST, "the tool name is empty; pass a name from ListDefinitionsSorted"
 )
-
-
-class AdmittedCall(NamedTuple):
-    """A call that passed the checks, with the server's timeout and the caller's deadline."""
-
-    name: str
-    input_json: str
-    call_id: str
-    metadata: CallMetadata
-    deadline: float | None
-    timeout: float | None
 
 
 class ToolService:
@@ -202,19 +192,23 @@ class ToolService:
     async def call_tool(
         self, request: pb.CallToolRequest | MalformedRequest, context: Context
     ) -> pb.CallToolResponse:
-        call = await self.admit(request, context)
-        name = call.name
+        if self._gate.closed and not await self._gate.hold():
+            await abort(context, SHUTTING_DOWN)
+        call = self.admit(request, context)
+        if isinstance(call, ErrorStatus):
+            await abort(context, call)
+        name, input_json, call_id, metadata, deadline, timeout = call
         log_id, started = self.start()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
         try:
             output = await self._registry.worker.call_tool_output(
                 name,
-                call.input_json,
-                call_id=call.call_id or log_id,
-                metadata=call.metadata,
-                deadline=call.deadline,
-                timeout=call.timeout,
+                input_json,
+                call_id=call_id or log_id,
+                metadata=metadata,
+                deadline=deadline,
+                timeout=timeout,
             )
             if type(output) is str and len(output) <= self._output_surely_fits:
                 try:  # the common case, inline
@@ -236,37 +230,40 @@ class ToolService:
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
 
-    async def admit(
+    def admit(
         self, request: pb.CallToolRequest | MalformedRequest, context: Context
-    ) -> AdmittedCall:
-        """The call ``request`` asks for, once every check passed; else the call is aborted
-        with the reason (malformed, shutting down, no name, input too large, bad call id or
-        metadata, too many calls in flight)."""
+    ) -> AdmittedCall | ErrorStatus:
+        """The call ``request`` asks for once every check passed, else the refusal: a
+        malformed request, no name, an input too large, a bad call id or metadata, too many
+        calls in flight. (The caller waits at the drain gate first.)"""
         if isinstance(request, MalformedRequest):
-            await abort_malformed(context, request)
-        if self._gate.closed and not await self._gate.hold():
-            await abort(context, SHUTTING_DOWN)
+            return malformed_status(request)
         name = request.name
         if not name:
-            await abort(context, _EMPTY_NAME)
+            return _EMPTY_NAME
         input_json = request.input_json
         if len(input_json) > self._surely_fits:  # else the input fits every limit
             too_large = self._limits.input_too_large(name, input_json)
             if too_large is not None:
-                await abort(context, too_large)
+                return too_large
         call_id, metadata = request.call_id, request.metadata
         frozen = NO_METADATA
         if call_id or metadata:  # rare: checked only when present
             problem = call_problem(request)
             if problem is not None:
-                await abort(context, problem)
+                return problem
             frozen = CallMetadata(dict(metadata)) if metadata else NO_METADATA
         if self._in_flight >= self._limits.max_concurrent_calls:
-            await abort(context, self._over_limit(name, 1))
+            return self._over_limit(name, 1)
         remaining = cast("float | None", context.time_remaining())  # None: no deadline
         timeout = self._limits.server_timeout(name, remaining)
         deadline = None if remaining is None else time.monotonic() + remaining
         return AdmittedCall(name, input_json, call_id, frozen, deadline, timeout)
+
+    @property
+    def gate(self) -> DrainGate:
+        """Where calls wait while the server drains."""
+        return self._gate
 
     def status_for(self, name: str, log_id: str, error: BaseException) -> ErrorStatus:
         """The status answering what a call to ``name`` raised (logged under ``log_id``
