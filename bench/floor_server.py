@@ -2,6 +2,7 @@
 
 CallTool answers with the input as output (no parsing, no validation, no hooks, no logging);
 RunProviderToolCalls reads an OpenAI Chat message and echoes each call's arguments;
+CallToolStream sends ``n`` one-line chunks, then the input;
 ListDefinitionsSorted answers with response bytes built once at start-up for ``--tools N``
 benchmark tools (the same bytes the real server sends). It measures what gRPC in Python
 costs by itself, so each scenario can be reported as a ratio to it.
@@ -95,11 +96,11 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
         request: pb.CallToolRequest,
         context: grpc.aio.ServicerContext[pb.CallToolRequest, AsyncIterator[pb.CallToolEvent]],
     ) -> AsyncIterator[pb.CallToolEvent]:
-        """A call of ``chunks`` (from its JSON input; 0 without) one-character chunks, then
-        the input as the result."""
-        chunks = json.loads(request.input_json).get("chunks", 0) if request.input_json else 0
-        for _ in range(chunks):
-            yield pb.CallToolEvent(output_chunk=pb.OutputChunk(text="."))
+        """``n`` (from the JSON input, as the demo countdown takes it; 0 without) chunks of
+        one line each, then the input as the result."""
+        steps = json.loads(request.input_json).get("n", 0) if request.input_json else 0
+        for _ in range(steps):
+            yield pb.CallToolEvent(output_chunk=pb.OutputChunk(text="1\n"))
         yield pb.CallToolEvent(result=pb.CallToolResponse(output=request.input_json))
 
 

@@ -268,6 +268,7 @@ def echo(text: str) -> dict[str, object]:
 
 
 BATCH_CALLS = 8
+STREAM_CHUNKS = 100
 
 
 def echo_batch(text: str) -> dict[str, object]:
@@ -312,6 +313,10 @@ def scenarios(smoke: bool) -> list[Scenario]:
                  int(120 * scale) * 100 + 100, expected_errors=1),
         Scenario(f"call_tools_{BATCH_CALLS}_echo", "CallTools", [echo_batch("x" * 50)],
                  int(3_000 * scale) + 100, calls_per_request=BATCH_CALLS),
+        Scenario(f"stream_{STREAM_CHUNKS}_chunks", "CallToolStream",
+                 [{"name": "countdown",
+                   "input_json": json.dumps({"n": STREAM_CHUNKS, "delay": 0})}],
+                 int(1_000 * scale) + 50),
         Scenario(f"provider_openai_{BATCH_CALLS}_echo", "RunProviderToolCalls",
                  [openai_chat_batch("x" * 50)], int(3_000 * scale) + 100,
                  calls_per_request=BATCH_CALLS),
@@ -319,7 +324,8 @@ def scenarios(smoke: bool) -> list[Scenario]:
 
 
 def batch_metrics(results: Sequence[Result], all_scenarios: Sequence[Scenario]) -> dict[str, float]:
-    """Tool calls per second through CallTools batches against the same echo as unary calls."""
+    """Tool calls per second through batches against the same echo as unary calls, and the
+    server CPU per chunk of a streamed call."""
     per_request = {scenario.name: scenario.calls_per_request for scenario in all_scenarios}
     unary = next(r for r in results if r.scenario == "echo_64b" and r.workers == 1)
     metrics: dict[str, float] = {"unary_echo_calls_per_s": unary.server.rps}
@@ -329,6 +335,9 @@ def batch_metrics(results: Sequence[Result], all_scenarios: Sequence[Scenario]) 
             rate = result.server.rps * calls
             metrics[f"{result.scenario}_calls_per_s"] = round(rate, 1)
             metrics[f"{result.scenario}_vs_unary_calls"] = round(rate / unary.server.rps, 2)
+        if result.scenario == f"stream_{STREAM_CHUNKS}_chunks" and result.workers == 1:
+            per_chunk = result.server.server_cpu_us_per_request / STREAM_CHUNKS
+            metrics[f"{result.scenario}_server_cpu_us_per_chunk"] = round(per_chunk, 1)
     return metrics
 
 

@@ -29,6 +29,7 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
         ("echo_64b", 1), ("echo_64b_with_proto", 1), ("echo_16kib", 1), ("validate_order", 1),
         ("list_1000_tools", 1), ("list_1000_tools_openai_strict", 1),
         ("mixed_1pct_invalid", 1), ("call_tools_8_echo", 1), ("provider_openai_8_echo", 1),
+        ("stream_100_chunks", 1),
         ("echo_64b", 2),
     }  # fmt: skip
     for result in report["results"]:
@@ -47,6 +48,7 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
         "call_tools_8_echo_vs_unary_calls",
         "provider_openai_8_echo_calls_per_s",
         "provider_openai_8_echo_vs_unary_calls",
+        "stream_100_chunks_server_cpu_us_per_chunk",
     }
     assert "echo_64b" in completed.stdout
 
