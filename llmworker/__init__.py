@@ -44,11 +44,12 @@ from ._hooks import (
 )
 from ._json import JsonObject, JsonValue, canonical_json
 from ._registry_client import ToolRegistryClient
-from ._remote import RemoteTool, RemoteToolServerHandle, SyncRemoteToolServerHandle
+from ._remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
+from ._remote_tool import RemoteTool
 from ._schema import SchemaStyle
 from ._status import RemoteServiceError
-from ._strict import StrictSchemaError
 from ._streaming import OutputChunk, Progress, StreamEvent
+from ._strict import StrictSchemaError
 from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle

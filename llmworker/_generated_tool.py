@@ -389,7 +389,7 @@ def _streaming_wrapper_class(
         def __init__(self, instance: object) -> None:
             self.instance = instance
 
-        async def execute(self, input_json: str) -> str:
+        async def execute(self, input_json: str) -> str | ToolOutput:
             return await streamed_output(self.stream, input_json, None)
 
         async def stream(self, input_json: str) -> AsyncIterator[str]:

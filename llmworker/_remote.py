@@ -1,4 +1,5 @@
-"""Reaching a ToolServer over gRPC: a proxy Tool and remote ToolServerHandles.
+"""Reaching a ToolServer over gRPC: remote ToolServerHandles (the proxy Tool is
+``RemoteTool``, in ``_remote_tool``).
 
 ``RemoteToolServerHandle`` has the public methods of ``ToolServerHandle``: ``get_tool`` and
 ``tool_definitions_sorted`` answer from a cached copy of the server's definitions (refreshed
@@ -11,7 +12,7 @@ raises what a local handle would. So hooks and application code run unchanged on
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self, final
 
@@ -20,9 +21,7 @@ import grpc.aio
 
 from ._batch import BatchOutcome, Paused
 from ._channel_owner import ChannelOwner
-from ._context import CURRENT_CALL
-from ._decisions import Approve, Decision
-from ._errors import ToolError
+from ._decisions import Decision
 from ._hooks import ToolCall
 from ._json import canonical_json
 from ._remote_batch import (
@@ -31,54 +30,22 @@ from ._remote_batch import (
     calls_request,
     outcome_of,
     resume_request,
-    structured_of,
 )
+from ._remote_stream import read_events, read_events_blocking, stream_method
+from ._remote_tool import SERVICE, RemoteTool, call_methods
 from ._status import (
-    CODES,
-    TABLE_REASONS,
     Reason,
     RemoteServiceError,
     error_from_rpc,
-    table_reason,
-    tool_error_from_rpc,
 )
-from ._text import shorten
-from ._tool import Tool, ToolOutput
+from ._streaming import StreamEvent
+from ._tool import Tool
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot
 from ._wire import meta_from_message
 from .v1 import tool_service_pb2 as pb
 
-__all__ = ["RemoteTool", "RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
-
-_SERVICE: Final = "/llmworker.v1.ToolService/"
-
-
-def _call_methods(
-    channel: grpc.aio.Channel,
-) -> tuple[
-    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolRequest, pb.CallToolResponse],
-    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolsRequest, pb.CallToolsResponse],
-    grpc.aio.UnaryUnaryMultiCallable[pb.ResumeBatchRequest, pb.CallToolsResponse],
-]:
-    """CallTool, CallTools and ResumeBatch on ``channel``."""
-    return (
-        channel.unary_unary(
-            _SERVICE + "CallTool",
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolResponse.FromString,
-        ),
-        channel.unary_unary(
-            _SERVICE + "CallTools",
-            request_serializer=pb.CallToolsRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        ),
-        channel.unary_unary(
-            _SERVICE + "ResumeBatch",
-            request_serializer=pb.ResumeBatchRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        ),
-    )
+__all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 
 
 class _DefinitionsCache:
@@ -104,98 +71,6 @@ class _DefinitionsCache:
 
 
 @final
-class RemoteTool:
-    """A Tool whose ``execute`` runs the tool ``name`` on a remote ToolService.
-
-    A tool's own error comes back as the same ``ToolError`` variant; a failure of the remote
-    service (unreachable, timed out, overloaded) raises ``RemoteServiceError``. With
-    ``approved_upstream`` (the tool requires approval, and the server forwarding to it has
-    had the call approved) the call goes as a one-call batch whose approval pause is
-    approved at once: the remote server would refuse a unary call to such a tool.
-    """
-
-    __slots__ = ("_approved_upstream", "_call", "_call_tools", "_resume", "_timeout", "name")
-
-    def __init__(
-        self,
-        channel: grpc.aio.Channel,
-        name: str,
-        timeout: float | None = None,
-        *,
-        approved_upstream: bool = False,
-    ) -> None:
-        self.name = name
-        self._timeout = timeout
-        self._approved_upstream = approved_upstream
-        self._call, self._call_tools, self._resume = _call_methods(channel)
-
-    async def execute(self, input_json: str) -> str | ToolOutput:
-        """Run the remote tool; the call's id, metadata and deadline (``current_call()``)
-        go with it."""
-        request = pb.CallToolRequest(name=self.name, input_json=input_json)
-        timeout = self._timeout
-        context = CURRENT_CALL.get(None)
-        if context is not None:
-            request.call_id = context.call_id
-            request.metadata.update(context.metadata)
-            left = context.time_remaining()
-            if left is not None and (timeout is None or left < timeout):
-                timeout = left
-        try:
-            if self._approved_upstream:
-                return await self._approved(request, timeout)
-            response = await self._call(request, timeout=timeout)
-        except grpc.aio.AioRpcError as rpc_error:
-            error = tool_error_from_rpc(rpc_error)
-            if isinstance(error, RemoteServiceError) and error.reason not in TABLE_REASONS:
-                raise self._provider_failure(error) from None
-            raise error from None
-        return _output(response)
-
-    async def _approved(self, request: pb.CallToolRequest, seconds: float | None) -> ToolOutput:
-        """Run ``request`` as a one-call batch, approving the pause it makes."""
-        request.call_id = request.call_id or "forwarded"
-        outcome = outcome_of(
-            await self._call_tools(pb.CallToolsRequest(calls=[request]), timeout=seconds)
-        )
-        if isinstance(outcome, Paused) and request.call_id in outcome.awaiting_approval:
-            approve = resume_request(outcome.resume_token, {request.call_id: Approve()})
-            outcome = outcome_of(await self._resume(approve, timeout=seconds))
-        if isinstance(outcome, Paused):
-            raise RemoteServiceError(
-                grpc.StatusCode.ABORTED,
-                Reason.HOOK_ABORTED.value,
-                f"the provider of tool '{self.name}' paused the call ({outcome.reason}); it "
-                "cannot ask a person: approve the tool where the agent calls it",
-                {},
-            )
-        result = outcome.results[0]
-        if result.is_error:
-            raise result.error or ToolError.ExecutionFailed(result.content)
-        return ToolOutput(result.content, result.structured)
-
-    def _provider_failure(self, error: RemoteServiceError) -> RemoteServiceError:
-        """A failure that came from gRPC or a server that is no llmworker server, under the
-        table's reason: the provider did not answer in time, or could not be used."""
-        reason = table_reason(error.reason, error.code)
-        if reason is Reason.TOOL_TIMEOUT:
-            within = "" if self._timeout is None else f" within {self._timeout:.3g} s"
-            message = (
-                f"the provider of tool '{self.name}' did not answer{within}; check that it is "
-                "running and not overloaded"
-            )
-        else:
-            message = (
-                f"the provider of tool '{self.name}' could not be used ({error.code.name}: "
-                f"{shorten(error.message, 200)}); check that it is running and serves "
-                "llmworker.v1.ToolService"
-            )
-        return RemoteServiceError(CODES[reason], reason.value, message, {})
-
-    def __repr__(self) -> str:
-        return f"RemoteTool({self.name!r})"
-
-
 @final
 class RemoteToolServerHandle(ChannelOwner):
     """A ToolServerHandle backed by a gRPC channel (asyncio)."""
@@ -206,11 +81,12 @@ class RemoteToolServerHandle(ChannelOwner):
         self._cache = _DefinitionsCache()
         self._tools: dict[str, RemoteTool] = {}
         self._list = channel.unary_unary(
-            _SERVICE + "ListDefinitionsSorted",
+            SERVICE + "ListDefinitionsSorted",
             request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
             response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
         )
-        self._call, self._call_tools, self._resume = _call_methods(channel)
+        self._call, self._call_tools, self._resume = call_methods(channel)
+        self._stream = stream_method(channel)
 
     @classmethod
     async def connect(
@@ -298,6 +174,21 @@ class RemoteToolServerHandle(ChannelOwner):
             raise error from error.__cause__
         return outcome_of(response)
 
+    def stream_tool(
+        self,
+        name: str,
+        input_json: str,
+        *,
+        call_id: str = "",
+        metadata: Mapping[str, str] | None = None,
+    ) -> AsyncGenerator[StreamEvent]:
+        """Run ``name`` on the server as a stream (CallToolStream), as ``Worker.stream_tool``:
+        progress and chunks, then the result as a ``ToolOutput``; the failure raised as
+        ``call_tool`` raises it. Closing the generator cancels the call."""
+        request = pb.CallToolRequest(name=name, input_json=input_json, call_id=call_id)
+        request.metadata.update(metadata or {})
+        return read_events(self._stream(request, timeout=self._call_timeout))
+
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """The cached definitions, sorted by name."""
         return self._cache.snapshot.definitions
@@ -311,12 +202,6 @@ _TOKEN_USED: Final = frozenset({Reason.RESUME_TOKEN_UNKNOWN.value, Reason.HOOK_A
 """Failures of ResumeBatch after which the server no longer holds the batch."""
 
 
-def _output(response: pb.CallToolResponse) -> str | ToolOutput:
-    if not response.structured_output_json:
-        return response.output
-    return ToolOutput(response.output, structured_of(response.structured_output_json))
-
-
 @final
 class SyncRemoteToolServerHandle:
     """The blocking variant of ``RemoteToolServerHandle``, for scripts and sync code."""
@@ -326,14 +211,19 @@ class SyncRemoteToolServerHandle:
         self._call_timeout = call_timeout
         self._cache = _DefinitionsCache()
         self._list = self._channel.unary_unary(
-            _SERVICE + "ListDefinitionsSorted",
+            SERVICE + "ListDefinitionsSorted",
             request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
             response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
         )
         self._call = self._channel.unary_unary(
-            _SERVICE + "CallTool",
+            SERVICE + "CallTool",
             request_serializer=pb.CallToolRequest.SerializeToString,
             response_deserializer=pb.CallToolResponse.FromString,
+        )
+        self._stream = self._channel.unary_stream(
+            SERVICE + "CallToolStream",
+            request_serializer=pb.CallToolRequest.SerializeToString,
+            response_deserializer=pb.CallToolEvent.FromString,
         )
         try:
             self.refresh()
@@ -366,6 +256,19 @@ class SyncRemoteToolServerHandle:
             error = error_from_rpc(rpc_error)
             raise error from error.__cause__
         return response.output
+
+    def stream_tool(
+        self,
+        name: str,
+        input_json: str,
+        *,
+        call_id: str = "",
+        metadata: Mapping[str, str] | None = None,
+    ) -> Iterator[StreamEvent]:
+        """As ``RemoteToolServerHandle.stream_tool``, a blocking iterator."""
+        request = pb.CallToolRequest(name=name, input_json=input_json, call_id=call_id)
+        request.metadata.update(metadata or {})
+        return read_events_blocking(self._stream(request, timeout=self._call_timeout))
 
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """The cached definitions, sorted by name."""

@@ -2,7 +2,8 @@
 carries them to the caller.
 
 A tool streams output by having a ``stream(input_json)`` method returning an async iterator
-of text chunks beside its ``execute`` (which returns the concatenation, for unary calls);
+of text chunks beside its ``execute`` (which returns the concatenation, for unary calls); the
+stream may end with a ``ToolOutput``, then the result instead of the joined chunks;
 the decorator generates both for an ``async def`` tool annotated ``-> AsyncIterator[str]``.
 Any tool reports progress with ``ToolContext.report_progress``. A caller reads the events of
 ``Worker.stream_tool``: ``Progress`` and ``OutputChunk`` while the tool runs, then the result.
@@ -179,16 +180,26 @@ STREAMED_CALL: Final = ContextVar[CallEvents | None]("llmworker_streamed_call", 
 
 
 async def streamed_output(
-    stream: Callable[[str], AsyncIterator[str]], input_json: str, events: CallEvents | None
-) -> str:
-    """Run a streaming tool: each chunk to ``events`` (when streamed), the joined text back."""
+    stream: Callable[[str], AsyncIterator[str | ToolOutput]],
+    input_json: str,
+    events: CallEvents | None,
+) -> str | ToolOutput:
+    """Run a streaming tool: each chunk to ``events`` (when streamed), and its result: the
+    ``ToolOutput`` it ended with, if it did (a proxy passes its server's result on), else
+    the chunks joined."""
     parts: list[str] = []
-    async for chunk in stream(input_json):
-        if not isinstance(chunk, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    result: ToolOutput | None = None
+    async for item in stream(input_json):
+        if result is not None:
+            raise ToolError.Internal("the tool streamed past its result; end with the ToolOutput")
+        if isinstance(item, ToolOutput):
+            result = item
+            continue
+        if not isinstance(item, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ToolError.Internal(
-                f"the tool streamed {type(chunk).__name__}, not str; yield text chunks"
+                f"the tool streamed {type(item).__name__}, not str; yield text chunks"
             )
-        parts.append(chunk)
+        parts.append(item)
         if events is not None:
-            events.chunk(chunk)
-    return "".join(parts)
+            events.chunk(item)
+    return result if result is not None else "".join(parts)
