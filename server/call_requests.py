@@ -47,7 +47,7 @@ def call_problem(request: pb.CallToolRequest) -> ErrorStatus | None:
     if call_id and not _CALL_ID.fullmatch(call_id):
         return _refused(
             name,
-            f"call_id {shorten(repr(call_id))} of the call to '{name}' is not 1-"
+            f"call_id {shorten(call_id)!r} of the call to '{name}' is not 1-"
             f"{MAX_CALL_ID_CHARS} printable ASCII characters; send the model's tool-call id "
             "or none",
         )
