@@ -32,6 +32,7 @@ GO_BINARY = REPO / "tests/interop/go/bin/interop"
 NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
 NODE_AGENT = REPO / "tests/interop/node/agent.mjs"
 NODE_FORMATS = REPO / "tests/interop/node/formats.mjs"
+NODE_STREAM = REPO / "tests/interop/node/stream.mjs"
 NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
 TOKEN = "interop-token"
 CHECKS = [
@@ -153,6 +154,34 @@ async def test_provider_formats_over_grpc_are_the_bytes_python_makes(
     assert code == 0, output
     for check in FORMAT_CHECKS:
         assert check in output, output
+
+
+STREAM_CHECKS = [
+    "OK stream countdown: progress and chunks in order, then the result",
+    "OK stream a tool that does not stream sends its result only",
+    "OK stream errors: CallTool's status and ErrorInfo",
+    "OK stream cancelling the stream cancels the tool",
+]
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_a_client_in_another_language_streams_a_call_and_cancels_it(language: str) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker) as served:
+        if language == "go":
+            code, output = await run(str(GO_BINARY), "stream", "-target", served.target)
+        else:
+            code, output = await run("node", str(NODE_STREAM), served.target)
+        assert code == 0, output
+        for check in STREAM_CHECKS:
+            assert check in output, output
+        for _ in range(250):  # the cancelled countdown ends once its note is written
+            if served.app.tools.in_flight == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert served.app.tools.in_flight == 0, "the cancelled stream's call must end"
 
 
 async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path: Path) -> None:

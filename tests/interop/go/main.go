@@ -4,12 +4,15 @@
 //	interop provider -registry unix:///path.sock -token TOKEN
 //	interop agent    -target HOST:PORT
 //	interop formats  -target HOST:PORT -expect DIR
+//	interop stream   -target HOST:PORT
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
 // provider serves the Go tools "go_reverse" and "go_whoami", registers them with a server's
 // internal ToolRegistry, prints "READY <port>" and serves until SIGTERM. The agent checks the
 // agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
+// The stream checks CallToolStream on the demo tools (events in order, the result last,
+// CallTool's errors, cancellation reaching the tool).
 package main
 
 import (
@@ -20,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -48,8 +51,13 @@ func main() {
 		expect := flags.String("expect", "", "directory of the definitions Python produced")
 		_ = flags.Parse(os.Args[2:])
 		err = runFormats(*target, *expect)
+	case "stream":
+		flags := flag.NewFlagSet("stream", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		_ = flags.Parse(os.Args[2:])
+		err = runStream(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent or formats", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats or stream", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
