@@ -103,6 +103,17 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
             yield pb.CallToolEvent(output_chunk=pb.OutputChunk(text="1\n"))
         yield pb.CallToolEvent(result=pb.CallToolResponse(output=request.input_json))
 
+    async def WatchDefinitions(
+        self,
+        request: pb.WatchDefinitionsRequest,
+        context: grpc.aio.ServicerContext[
+            pb.WatchDefinitionsRequest, AsyncIterator[pb.ListDefinitionsSortedResponse]
+        ],
+    ) -> AsyncIterator[pb.ListDefinitionsSortedResponse]:
+        """The prebuilt definitions once; the floor's registry never changes."""
+        yield self._definitions
+        await asyncio.Event().wait()
+
 
 def _definitions(count: int) -> pb.ListDefinitionsSortedResponse:
     worker = Worker()

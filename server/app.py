@@ -56,6 +56,7 @@ class ServerApp:
             config.tool_max_input_bytes,
             config.max_message_bytes - 16,
             config.max_batch_calls,
+            config.max_watchers,
         )
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None
@@ -121,6 +122,7 @@ class ServerApp:
         if self._lock_timer:
             self._lock_timer.cancel()
         await self._health.enter_graceful_shutdown()
+        self.tools.watch.close()  # watchers reconnect elsewhere at once
         if drain_delay > 0:
             await asyncio.sleep(drain_delay)
         holding = time.monotonic()

@@ -233,6 +233,14 @@ def _parser() -> argparse.ArgumentParser:
         help="calls in flight beyond which callers get RESOURCE_EXHAUSTED (default %(default)s)",
     )
     calls.add_argument(
+        "--max-watchers",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="WatchDefinitions streams open at once; beyond, RESOURCE_EXHAUSTED (default "
+        "%(default)s)",
+    )
+    calls.add_argument(
         "--max-batch-calls",
         type=int,
         default=128,
@@ -315,6 +323,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         tool_timeouts=dict(args.tool_timeout),
         max_concurrent_calls=args.max_concurrent_calls,
         max_batch_calls=args.max_batch_calls,
+        max_watchers=args.max_watchers,
         pause_ttl=args.pause_ttl,
         max_paused_batches=args.max_paused_batches,
         max_message_bytes=args.max_message_bytes,

@@ -34,6 +34,7 @@ class ServerConfig:
     tool_timeouts: dict[str, float] = field(default_factory=dict[str, float])
     max_concurrent_calls: int = 1024
     max_batch_calls: int = 128
+    max_watchers: int = 10_000
     pause_ttl: float = 900.0
     max_paused_batches: int = 1000
     max_message_bytes: int = 4 * 1024 * 1024
@@ -70,6 +71,7 @@ class ServerConfig:
             ("--max-input-bytes", self.max_input_bytes),
             ("--max-concurrent-streams", self.max_concurrent_streams),
             ("--max-batch-calls", self.max_batch_calls),
+            ("--max-watchers", self.max_watchers),
             ("--max-paused-batches", self.max_paused_batches),
             *((f"--tool-max-input-bytes {name}", limit)
               for name, limit in self.tool_max_input_bytes.items()),

@@ -15,7 +15,8 @@ __all__ = ["CallLimits"]
 @dataclass(slots=True)
 class CallLimits:
     """Timeouts (global and per tool, seconds; None for none), the in-flight call limit, the
-    input size limits (global and per tool) and the output limit, in bytes of UTF-8."""
+    input size limits (global and per tool) and the output limit, in bytes of UTF-8, the
+    calls a batch may hold and the definition watchers connected at once."""
 
     call_timeout: float | None
     tool_timeouts: Mapping[str, float]
@@ -24,6 +25,7 @@ class CallLimits:
     tool_max_input_bytes: Mapping[str, int] = field(default_factory=dict[str, int])
     max_output_bytes: int = 4 * 1024 * 1024 - 16  # the message limit less the field's framing
     max_batch_calls: int = 128
+    max_watchers: int = 10_000
 
     def server_timeout(self, tool: str, deadline_remaining: float | None) -> float | None:
         """The server's timeout for a call to ``tool`` when it ends the call before the

@@ -3,6 +3,8 @@ provider's format, each serialised once per registry change and then sent as byt
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from llmworker._formats import DefinitionFormat, FormattedDefinitions
 from llmworker._status import ErrorStatus, Reason
 from llmworker._tool_server import DefinitionsSnapshot
@@ -12,7 +14,16 @@ from llmworker.v1 import tool_service_pb2 as pb
 from .registry import Registry
 from .rpc import Context, MalformedRequest, abort, abort_malformed
 
-__all__ = ["DefinitionListing"]
+__all__ = ["DefinitionListing", "Listing"]
+
+
+class Listing(NamedTuple):
+    """One registry version's answer: its fingerprint, the full response and the
+    ``unchanged`` one, serialised."""
+
+    fingerprint: str
+    full: bytes
+    unchanged: bytes
 
 
 class DefinitionListing:
@@ -20,10 +31,9 @@ class DefinitionListing:
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
-        self._definitions: tuple[DefinitionsSnapshot, bytes, bytes] | None = None
-        self._formatted: dict[
-            tuple[DefinitionFormat, bool], tuple[FormattedDefinitions, bytes, bytes]
-        ] = {}
+        self._definitions: tuple[DefinitionsSnapshot, Listing] | None = None
+        self._formatted: dict[tuple[DefinitionFormat, bool], tuple[FormattedDefinitions, Listing]]
+        self._formatted = {}
 
     async def list_definitions_sorted(
         self, request: pb.ListDefinitionsSortedRequest | MalformedRequest, context: Context
@@ -31,38 +41,55 @@ class DefinitionListing:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
         if request.format:
-            return await self._formatted_listing(request, context)
+            listing = self.formatted(request.format, request.anthropic_cache_control)
+            if isinstance(listing, ErrorStatus):
+                await abort(context, listing)
+        else:
+            listing = self.plain()
+        return (
+            listing.unchanged if request.known_fingerprint == listing.fingerprint else listing.full
+        )
+
+    def plain(self) -> Listing:
+        """The definitions as llmworker sends them, for the registry's current version."""
         snapshot = self._registry.handle.definitions_snapshot()
         cached = self._definitions
         if cached is None or cached[0] is not snapshot:
-            unchanged = pb.ListDefinitionsSortedResponse(
-                fingerprint=snapshot.fingerprint, unchanged=True
-            ).SerializeToString()
-            cached = self._definitions = (snapshot, definitions_response(snapshot), unchanged)
-        return cached[2] if request.known_fingerprint == snapshot.fingerprint else cached[1]
+            listing = Listing(
+                snapshot.fingerprint,
+                definitions_response(snapshot),
+                _unchanged(snapshot.fingerprint),
+            )
+            cached = self._definitions = (snapshot, listing)
+        return cached[1]
 
-    async def _formatted_listing(
-        self, request: pb.ListDefinitionsSortedRequest, context: Context
-    ) -> bytes:
-        """The definitions in a provider's format, serialised once per registry change."""
+    def formatted(
+        self, number: pb.DefinitionFormat.ValueType, cache_last: bool
+    ) -> Listing | ErrorStatus:
+        """The definitions in the provider format ``number``, or why they cannot be."""
         try:
-            form = definition_format(request.format)
+            form = definition_format(number)
         except ValueError as error:
-            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, str(error)))
-        assert form is not None
-        cache_last = request.anthropic_cache_control
+            return ErrorStatus.of(Reason.INVALID_REQUEST, str(error))
+        assert form is not None, "format 0 (unspecified) is the plain listing"
         try:
             formatted = self._registry.handle.definitions_for(form, cache_last=cache_last)
         except ValueError as error:
-            await abort(context, ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error)))
+            return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
         key = (form, cache_last)
         cached = self._formatted.get(key)
         if cached is None or cached[0] is not formatted:
             full = pb.ListDefinitionsSortedResponse(
                 definitions_json=formatted.json.decode(), fingerprint=formatted.fingerprint
             ).SerializeToString()
-            unchanged = pb.ListDefinitionsSortedResponse(
-                fingerprint=formatted.fingerprint, unchanged=True
-            ).SerializeToString()
-            cached = self._formatted[key] = (formatted, full, unchanged)
-        return cached[2] if request.known_fingerprint == formatted.fingerprint else cached[1]
+            cached = self._formatted[key] = (
+                formatted,
+                Listing(formatted.fingerprint, full, _unchanged(formatted.fingerprint)),
+            )
+        return cached[1]
+
+
+def _unchanged(fingerprint: str) -> bytes:
+    return pb.ListDefinitionsSortedResponse(
+        fingerprint=fingerprint, unchanged=True
+    ).SerializeToString()

@@ -79,6 +79,15 @@ class Registry:
         self._listing_bytes = _LISTING_OVERHEAD + sum(
             listing_bytes(meta) for meta in self.handle.tool_definitions_sorted()
         )
+        self._on_change: list[Callable[[], None]] = []
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after every change of the tool set."""
+        self._on_change.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._on_change:
+            callback()
 
     @property
     def is_locked(self) -> bool:
@@ -97,6 +106,7 @@ class Registry:
                 mutable.unregister_tool(meta.name)
             raise RegistryFullError(self._full(size, len(added)))
         self._listing_bytes += size
+        self._changed()
 
     def register_remote(self, meta: ToolMeta, make_tool: Callable[[], Tool]) -> None:
         """Register one tool whose meta is known, checking the limit before anything is made
@@ -107,6 +117,7 @@ class Registry:
             raise RegistryFullError(self._full(size, 1))
         mutable.register_tools([ToolFactory(meta, make_tool)])
         self._listing_bytes += size
+        self._changed()
 
     def _writable(self) -> Worker[Mutable]:
         if self._mutable is None:

@@ -1,6 +1,6 @@
 """The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted,
 (through ``BatchCalls``) CallTools, ResumeBatch and RunProviderToolCalls, and (through
-``CallStreams``) CallToolStream."""
+``CallStreams``) CallToolStream, and (through ``DefinitionsWatch``) WatchDefinitions."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ from .rpc import (
     server_streaming,
     unary,
 )
+from .watch import DefinitionsWatch
 
 __all__ = ["ToolService"]
 
@@ -87,6 +88,7 @@ class ToolService:
         held = paused if paused is not None else PausedBatches(900.0, 1000)
         self._batches = BatchCalls(self, registry, held)
         self._streams = CallStreams(self)
+        self._watch = DefinitionsWatch(registry, self._listing, self._gate, limits.max_watchers)
 
     @property
     def registry(self) -> Registry:
@@ -99,6 +101,11 @@ class ToolService:
     @property
     def call_log(self) -> CallLog | None:
         return self._call_log
+
+    @property
+    def watch(self) -> DefinitionsWatch:
+        """The definition watchers."""
+        return self._watch
 
     @property
     def paused_batches(self) -> PausedBatches:
@@ -148,6 +155,9 @@ class ToolService:
                     self._streams.call_tool_stream,
                     pb.CallToolRequest.FromString,
                     pb.CallToolEvent.SerializeToString,
+                ),
+                "WatchDefinitions": server_streaming(
+                    self._watch.watch_definitions, pb.WatchDefinitionsRequest.FromString, _as_is
                 ),
             },
         )

@@ -763,6 +763,34 @@ class ListDefinitionsSortedRequest(_message.Message):
 Global___ListDefinitionsSortedRequest: _TypeAlias = ListDefinitionsSortedRequest  # noqa: Y015
 
 @_typing.final
+class WatchDefinitionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KNOWN_FINGERPRINT_FIELD_NUMBER: _builtins.int
+    FORMAT_FIELD_NUMBER: _builtins.int
+    ANTHROPIC_CACHE_CONTROL_FIELD_NUMBER: _builtins.int
+    known_fingerprint: _builtins.str
+    """The fingerprint already held: a first message for it says `unchanged`."""
+    format: Global___DefinitionFormat.ValueType
+    """As in ListDefinitionsSortedRequest: the definitions in a provider's format."""
+    anthropic_cache_control: _builtins.bool
+    """As in ListDefinitionsSortedRequest."""
+    def __init__(
+        self,
+        *,
+        known_fingerprint: _builtins.str = ...,
+        format: Global___DefinitionFormat.ValueType = ...,
+        anthropic_cache_control: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anthropic_cache_control", b"anthropic_cache_control", "format", b"format", "known_fingerprint", b"known_fingerprint"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchDefinitionsRequest: _TypeAlias = WatchDefinitionsRequest  # noqa: Y015
+
+@_typing.final
 class ListDefinitionsSortedResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -105,6 +105,11 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.FromString,
                 _registered_method=True)
+        self.WatchDefinitions = channel.unary_stream(
+                '/llmworker.v1.ToolService/WatchDefinitions',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -206,6 +211,17 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchDefinitions(self, request, context):
+        """The definitions as ListDefinitionsSorted answers them, pushed: the first message is the
+        current state (`unchanged` when known_fingerprint is current), then one message per
+        registry change (a tool registered or replaced, a provider's tool added). At most
+        --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
+        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -243,6 +259,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.CallToolStream,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.SerializeToString,
+            ),
+            'WatchDefinitions': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchDefinitions,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -470,6 +491,33 @@ class ToolService:
             '/llmworker.v1.ToolService/CallToolStream',
             llmworker_dot_v1_dot_tool__service__pb2.CallToolRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.CallToolEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchDefinitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/llmworker.v1.ToolService/WatchDefinitions',
+            llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
             options,
             channel_credentials,
             insecure,

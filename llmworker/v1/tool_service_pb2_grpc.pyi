@@ -80,6 +80,13 @@ class ToolServiceStub:
     stream, or its deadline passing, cancels the tool. A tool that does not stream sends its
     result only.
     """
+    WatchDefinitions: _aio.UnaryStreamMultiCallable[_tool_service_pb2.WatchDefinitionsRequest, _tool_service_pb2.ListDefinitionsSortedResponse]
+    """The definitions as ListDefinitionsSorted answers them, pushed: the first message is the
+    current state (`unchanged` when known_fingerprint is current), then one message per
+    registry change (a tool registered or replaced, a provider's tool added). At most
+    --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
+    shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -188,6 +195,19 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         success. A failure ends the stream with CallTool's status and ErrorInfo. Cancelling the
         stream, or its deadline passing, cancels the tool. A tool that does not stream sends its
         result only.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchDefinitions(
+        self,
+        request: _tool_service_pb2.WatchDefinitionsRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.WatchDefinitionsRequest, _abc.AsyncIterator[_tool_service_pb2.ListDefinitionsSortedResponse]],
+    ) -> _abc.AsyncIterator[_tool_service_pb2.ListDefinitionsSortedResponse]:
+        """The definitions as ListDefinitionsSorted answers them, pushed: the first message is the
+        current state (`unchanged` when known_fingerprint is current), then one message per
+        registry change (a tool registered or replaced, a provider's tool added). At most
+        --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
+        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...

@@ -1,0 +1,114 @@
+"""WatchDefinitions: the current definitions first, one message per registry change, per
+format, bounded watchers, and UNAVAILABLE at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from llmworker import DefinitionFormat, ToolMeta, ToolRegistryClient, Worker
+from llmworker._wire import format_number
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.app import ServerApp
+from server.config import ServerConfig
+
+from .grpc_support import failure_of, serve
+
+TOKEN = "watch-token-for-tests"
+
+
+def config(tmp_path: Path, **settings: object) -> ServerConfig:
+    made = ServerConfig(
+        port=0, log_level="WARNING", internal_socket=tmp_path / "internal.sock", token=TOKEN
+    )
+    for key, value in settings.items():
+        setattr(made, key, value)
+    return made
+
+
+async def next_message(
+    stream: grpc.aio.UnaryStreamCall[pb.WatchDefinitionsRequest, pb.ListDefinitionsSortedResponse],
+) -> pb.ListDefinitionsSortedResponse:
+    message = await asyncio.wait_for(stream.read(), 10)
+    assert isinstance(message, pb.ListDefinitionsSortedResponse)
+    return message
+
+
+async def test_watchers_get_the_state_then_every_change(tmp_path: Path) -> None:
+    app = ServerApp(config(tmp_path), Worker())
+    await app.start()
+    try:
+        assert app.internal_target is not None
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel,
+            ToolRegistryClient(app.internal_target, TOKEN) as registry,
+        ):
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            plain = stub.WatchDefinitions(pb.WatchDefinitionsRequest())
+            first = await next_message(plain)
+            assert list(first.definitions) == []
+            assert first.fingerprint
+            formatted = stub.WatchDefinitions(
+                pb.WatchDefinitionsRequest(
+                    format=format_number(DefinitionFormat.OPENAI_CHAT),
+                    known_fingerprint="stale",
+                )
+            )
+            assert json.loads((await next_message(formatted)).definitions_json) == []
+            current = stub.WatchDefinitions(
+                pb.WatchDefinitionsRequest(known_fingerprint=first.fingerprint)
+            )
+            assert (await next_message(current)).unchanged
+            for name in ("alpha", "beta"):
+                await registry.register_tool(ToolMeta(name), "127.0.0.1:1")
+                changed = await next_message(plain)
+                assert name in [definition.name for definition in changed.definitions]
+                assert changed.fingerprint == app.registry.handle.definitions_fingerprint()
+                entries = json.loads((await next_message(formatted)).definitions_json)
+                assert name in [entry["function"]["name"] for entry in entries]
+                assert not (await next_message(current)).unchanged
+            for stream in (plain, formatted, current):
+                stream.cancel()
+    finally:
+        await app.stop(grace=0)
+
+
+async def test_watchers_are_bounded_and_end_unavailable_at_shutdown(tmp_path: Path) -> None:
+    async with serve(max_watchers=2) as served:
+        channel = grpc.aio.insecure_channel(served.target)
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        watches = [stub.WatchDefinitions(pb.WatchDefinitionsRequest()) for _ in range(2)]
+        for watch in watches:
+            await next_message(watch)
+        extra = stub.WatchDefinitions(pb.WatchDefinitionsRequest())
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await next_message(extra)
+        failure = failure_of(raised.value)
+        assert (failure.code, failure.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "CONCURRENCY_LIMIT",
+        )
+        assert "--max-watchers" in failure.message
+        stopping = asyncio.create_task(served.app.stop(grace=5))
+        for watch in watches:
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await next_message(watch)
+            assert failure_of(ended.value).reason == "SHUTTING_DOWN"
+            assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
+        await asyncio.wait_for(stopping, 10)  # watchers never hold up the stop
+        await channel.close()
+
+
+async def test_an_unknown_format_ends_the_watch_with_a_reason(tmp_path: Path) -> None:
+    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        watch = stub.WatchDefinitions(pb.WatchDefinitionsRequest(format=99))  # type: ignore[arg-type]
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await next_message(watch)
+        assert failure_of(raised.value).reason == "INVALID_REQUEST"
