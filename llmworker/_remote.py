@@ -12,6 +12,8 @@ raises what a local handle would. So hooks and application code run unchanged on
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Final, Self, final
@@ -48,6 +50,10 @@ from .v1 import tool_service_pb2 as pb
 __all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 
 
+_WATCH_RETRY_FIRST: Final = 0.5
+_WATCH_RETRY_MAX: Final = 30.0
+
+
 class _DefinitionsCache:
     """The last definitions a server sent, with their fingerprint."""
 
@@ -71,7 +77,6 @@ class _DefinitionsCache:
 
 
 @final
-@final
 class RemoteToolServerHandle(ChannelOwner):
     """A ToolServerHandle backed by a gRPC channel (asyncio)."""
 
@@ -85,14 +90,27 @@ class RemoteToolServerHandle(ChannelOwner):
             request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
             response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
         )
+        self._watch_method = channel.unary_stream(
+            SERVICE + "WatchDefinitions",
+            request_serializer=pb.WatchDefinitionsRequest.SerializeToString,
+            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
+        )
+        self._watching: asyncio.Task[None] | None = None
         self._call, self._call_tools, self._resume = call_methods(channel)
         self._stream = stream_method(channel)
 
     @classmethod
     async def connect(
-        cls, target: str, *, call_timeout: float | None = None, max_message_bytes: int = 4 << 20
+        cls,
+        target: str,
+        *,
+        call_timeout: float | None = None,
+        max_message_bytes: int = 4 << 20,
+        watch: bool = True,
     ) -> RemoteToolServerHandle:
-        """Open a channel to ``target`` and fetch the definitions."""
+        """Open a channel to ``target`` and fetch the definitions; with ``watch`` (the
+        default), keep them current as the server's registry changes (``WatchDefinitions``:
+        no polling; a server without it is left to ``refresh()``)."""
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -103,7 +121,44 @@ class RemoteToolServerHandle(ChannelOwner):
         except BaseException:
             await handle.close()
             raise
+        if watch:
+            handle.start_watching()
         return handle
+
+    def start_watching(self) -> None:
+        """Keep the cached definitions current through ``WatchDefinitions`` until ``close``
+        (reconnecting with backoff when the stream ends)."""
+        if self._watching is None or self._watching.done():
+            self._watching = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        backoff = _WATCH_RETRY_FIRST
+        while True:
+            call = self._watch_method(
+                pb.WatchDefinitionsRequest(known_fingerprint=self._cache.snapshot.fingerprint)
+            )
+            try:
+                async for response in call:
+                    backoff = _WATCH_RETRY_FIRST
+                    if self._cache.update(response):
+                        self._tools = self._proxies()
+            except grpc.aio.AioRpcError as error:
+                if error.code() is grpc.StatusCode.UNIMPLEMENTED:
+                    return  # an older server: refresh() it is
+            except Exception:  # a message this client cannot read: watch again later
+                pass
+            finally:
+                call.cancel()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _WATCH_RETRY_MAX)
+
+    async def close(self) -> None:
+        """Stop watching and close the channel."""
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+        await super().close()
 
     async def refresh(self) -> bool:
         """Fetch the definitions unless the server's fingerprint is the one held; True if
@@ -117,11 +172,14 @@ class RemoteToolServerHandle(ChannelOwner):
             error = error_from_rpc(rpc_error)
             raise error from error.__cause__
         if changed:
-            self._tools = {
-                name: RemoteTool(self._channel, name, self._call_timeout)
-                for name in self._cache.by_name
-            }
+            self._tools = self._proxies()
         return changed
+
+    def _proxies(self) -> dict[str, RemoteTool]:
+        return {
+            name: RemoteTool(self._channel, name, self._call_timeout)
+            for name in self._cache.by_name
+        }
 
     def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
         """The cached meta and a proxy Tool for ``name``, or None."""

@@ -11,7 +11,13 @@ import grpc
 import grpc.aio
 import pytest
 
-from llmworker import DefinitionFormat, ToolMeta, ToolRegistryClient, Worker
+from llmworker import (
+    DefinitionFormat,
+    RemoteToolServerHandle,
+    ToolMeta,
+    ToolRegistryClient,
+    Worker,
+)
 from llmworker._wire import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
@@ -112,3 +118,39 @@ async def test_an_unknown_format_ends_the_watch_with_a_reason(tmp_path: Path) ->
         with pytest.raises(grpc.aio.AioRpcError) as raised:
             await next_message(watch)
         assert failure_of(raised.value).reason == "INVALID_REQUEST"
+
+
+async def test_a_remote_handle_keeps_its_definitions_current_without_polling(
+    tmp_path: Path,
+) -> None:
+    app = ServerApp(config(tmp_path), Worker())
+    await app.start()
+    try:
+        assert app.internal_target is not None
+        target = f"127.0.0.1:{app.port}"
+        async with (
+            await RemoteToolServerHandle.connect(target) as handle,
+            ToolRegistryClient(app.internal_target, TOKEN) as registry,
+        ):
+            assert handle.get_tool("gamma") is None
+            fingerprint = await registry.register_tool(ToolMeta("gamma"), "127.0.0.1:1")
+            for _ in range(500):
+                if handle.get_tool("gamma") is not None:
+                    break
+                await asyncio.sleep(0.01)
+            assert handle.get_tool("gamma") is not None  # no refresh() was called
+            assert handle.definitions_snapshot().fingerprint == fingerprint
+        async with await RemoteToolServerHandle.connect(target, watch=False) as still:
+            await registry_add(app, "delta")
+            await asyncio.sleep(0.2)
+            assert still.get_tool("delta") is None  # not watching: refresh() it is
+            assert await still.refresh()
+            assert still.get_tool("delta") is not None
+    finally:
+        await app.stop(grace=0)
+
+
+async def registry_add(app: ServerApp, name: str) -> None:
+    assert app.internal_target is not None
+    async with ToolRegistryClient(app.internal_target, TOKEN) as registry:
+        await registry.register_tool(ToolMeta(name), "127.0.0.1:1")
