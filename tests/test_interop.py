@@ -33,6 +33,7 @@ NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
 NODE_AGENT = REPO / "tests/interop/node/agent.mjs"
 NODE_FORMATS = REPO / "tests/interop/node/formats.mjs"
 NODE_STREAM = REPO / "tests/interop/node/stream.mjs"
+NODE_WATCH = REPO / "tests/interop/node/watch.mjs"
 NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
 TOKEN = "interop-token"
 CHECKS = [
@@ -182,6 +183,48 @@ async def test_a_client_in_another_language_streams_a_call_and_cancels_it(langua
                 break
             await asyncio.sleep(0.02)
         assert served.app.tools.in_flight == 0, "the cancelled stream's call must end"
+
+
+WATCH_CHECKS = [
+    "OK watch the first message is the current state, fingerprinted as ListDefinitionsSorted",
+    "OK watch unchanged for a known fingerprint",
+    "OK watch openai_chat definitions_json",
+    "OK watch a registration reaches every watch",
+    "OK watch cancelling ends the watches",
+]
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_a_client_in_another_language_watches_a_registration_reach_it(
+    language: str, tmp_path: Path
+) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    # No registration window or lock: the registry stays open for the client's RegisterTool.
+    async with serve(internal_socket=tmp_path / "registry.sock", token=TOKEN) as served:
+        internal = served.app.internal_target
+        assert internal is not None
+        assert not served.app.registry.is_locked
+        handle = served.app.registry.handle
+        before = {meta.name for meta in handle.definitions_snapshot().definitions}
+        if language == "go":
+            code, output = await run(
+                str(GO_BINARY), "watch", "-target", served.target, "-registry", internal,
+                "-token", TOKEN,
+            )  # fmt: skip
+        else:
+            code, output = await run("node", str(NODE_WATCH), served.target, internal, TOKEN)
+        assert code == 0, output
+        for check in WATCH_CHECKS:
+            assert check in output, output
+        after = [meta.name for meta in handle.definitions_snapshot().definitions]
+        added = [name for name in after if name not in before]
+        assert len(added) == 1, added
+        assert added[0].startswith(f"{language}_watch_"), added
+        for _ in range(250):  # the cancels reach the server after the client has exited
+            if served.app.tools.watch.watchers == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert served.app.tools.watch.watchers == 0, "the cancelled watches must end"
 
 
 async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path: Path) -> None:

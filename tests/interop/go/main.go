@@ -5,6 +5,7 @@
 //	interop agent    -target HOST:PORT
 //	interop formats  -target HOST:PORT -expect DIR
 //	interop stream   -target HOST:PORT
+//	interop watch    -target HOST:PORT -registry unix:///path.sock -token TOKEN
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -12,7 +13,9 @@
 // internal ToolRegistry, prints "READY <port>" and serves until SIGTERM. The agent checks the
 // agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
 // The stream checks CallToolStream on the demo tools (events in order, the result last,
-// CallTool's errors, cancellation reaching the tool).
+// CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the
+// first message (the current state, unchanged for a known fingerprint, in OpenAI Chat format),
+// a tool it registers with the internal ToolRegistry reaching every watch, and cancellation.
 package main
 
 import (
@@ -23,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -56,8 +59,15 @@ func main() {
 		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
 		_ = flags.Parse(os.Args[2:])
 		err = runStream(*target)
+	case "watch":
+		flags := flag.NewFlagSet("watch", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		registry := flags.String("registry", "", "internal ToolRegistry target of the server")
+		token := flags.String("token", "", "the server's registry token")
+		_ = flags.Parse(os.Args[2:])
+		err = runWatch(*target, *registry, *token)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats or stream", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream or watch", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)

@@ -69,3 +69,15 @@ export function trailerDetails(error) {
 export function trailerErrorInfo(error) {
   return detailsErrorInfo(trailerDetails(error));
 }
+
+// The llmworker.v1.ToolRegistry client constructor (the server's internal listener), loaded
+// as toolService loads the ToolService.
+export function toolRegistry(options = {}) {
+  const definition = protoLoader.loadSync("llmworker/v1/tool_registry.proto", {
+    includeDirs: [protoRoot],
+    keepCase: true,
+    defaults: true,
+    ...options,
+  });
+  return grpc.loadPackageDefinition(definition).llmworker.v1.ToolRegistry;
+}
