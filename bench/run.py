@@ -29,6 +29,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
+from bench.watchers import watch_fanout
+
 REPO = Path(__file__).resolve().parent.parent
 GHZ = REPO / ".tools/go/bin/ghz"
 WORKERS_PORT = int(os.environ.get("BENCH_WORKERS_PORT", "50151"))
@@ -437,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for workers in args.workers:
             results.append(measure(all_scenarios[0], workers, rounds, workdir))
         metrics = startup_metrics(args.smoke, workdir) | batch_metrics(results, all_scenarios)
+        metrics |= watch_fanout(50 if args.smoke else 1000, workdir)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"environment": environment(rounds), "smoke": args.smoke,
                                "results": [asdict(r) for r in results], "metrics": metrics},

@@ -49,6 +49,8 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
         "provider_openai_8_echo_calls_per_s",
         "provider_openai_8_echo_vs_unary_calls",
         "stream_100_chunks_server_cpu_us_per_chunk",
+        "watchers_50_all_received_change_s",
+        "watchers_50_median_change_s",
     }
     assert "echo_64b" in completed.stdout
 

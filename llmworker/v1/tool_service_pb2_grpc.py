@@ -216,7 +216,10 @@ class ToolServiceServicer:
         current state (`unchanged` when known_fingerprint is current), then one message per
         registry change (a tool registered or replaced, a provider's tool added). At most
         --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
-        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
+        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere. A
+        format the registry can no longer take (a strict format, after a tool strict mode cannot
+        express was registered) ends the watch as ListDefinitionsSorted fails:
+        FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

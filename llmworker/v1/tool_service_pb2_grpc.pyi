@@ -85,7 +85,10 @@ class ToolServiceStub:
     current state (`unchanged` when known_fingerprint is current), then one message per
     registry change (a tool registered or replaced, a provider's tool added). At most
     --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
-    shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
+    shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere. A
+    format the registry can no longer take (a strict format, after a tool strict mode cannot
+    express was registered) ends the watch as ListDefinitionsSorted fails:
+    FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool.
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -207,7 +210,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         current state (`unchanged` when known_fingerprint is current), then one message per
         registry change (a tool registered or replaced, a provider's tool added). At most
         --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
-        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere.
+        shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere. A
+        format the registry can no longer take (a strict format, after a tool strict mode cannot
+        express was registered) ends the watch as ListDefinitionsSorted fails:
+        FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...
