@@ -170,11 +170,10 @@ class ServerApp:
                     "grpc.max_connection_age_grace_ms",
                     _milliseconds(config.max_connection_age_grace),
                 ),
-                # HTTP/2 keepalive, for long-lived streams (WatchDefinitions) that carry no
-                # data for a long time: ping the client every 30 s, drop it if no answer in
-                # 10 s; and let clients ping every 10 s without being told "too many pings".
-                ("grpc.keepalive_time_ms", 30_000),
-                ("grpc.keepalive_timeout_ms", 10_000),
+                # HTTP/2 keepalive for long-lived streams that carry no data for a long time
+                # (WatchDefinitions): clients may ping every 10 s, even between calls,
+                # without being told "too many pings". (The server's own pings are not
+                # enabled: grpc-core's keepalive timer costs every call ~14 µs of CPU.)
                 ("grpc.http2.max_pings_without_data", 0),
                 ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
                 ("grpc.keepalive_permit_without_calls", 1),
