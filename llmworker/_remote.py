@@ -33,7 +33,7 @@ from ._remote_batch import (
     outcome_of,
     resume_request,
 )
-from ._remote_stream import read_events, read_events_blocking, stream_method
+from ._remote_stream import CALL_TOOL_STREAM, read_events, read_events_blocking, stream_method
 from ._remote_tool import SERVICE, RemoteTool, call_methods
 from ._status import (
     Reason,
@@ -279,7 +279,7 @@ class SyncRemoteToolServerHandle:
             response_deserializer=pb.CallToolResponse.FromString,
         )
         self._stream = self._channel.unary_stream(
-            SERVICE + "CallToolStream",
+            CALL_TOOL_STREAM,
             request_serializer=pb.CallToolRequest.SerializeToString,
             response_deserializer=pb.CallToolEvent.FromString,
         )

@@ -40,15 +40,18 @@ class DefinitionListing:
     ) -> bytes:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
-        if request.format:
-            listing = self.formatted(request.format, request.anthropic_cache_control)
-            if isinstance(listing, ErrorStatus):
-                await abort(context, listing)
-        else:
-            listing = self.plain()
+        listing = self.listing_for(request.format, request.anthropic_cache_control)
+        if isinstance(listing, ErrorStatus):
+            await abort(context, listing)
         return (
             listing.unchanged if request.known_fingerprint == listing.fingerprint else listing.full
         )
+
+    def listing_for(
+        self, number: pb.DefinitionFormat.ValueType, cache_last: bool
+    ) -> Listing | ErrorStatus:
+        """The listing a request asks for: in provider format ``number`` (0: plain)."""
+        return self.formatted(number, cache_last) if number else self.plain()
 
     def plain(self) -> Listing:
         """The definitions as llmworker sends them, for the registry's current version."""

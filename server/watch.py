@@ -9,7 +9,7 @@ from llmworker._status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
 from .drain import DrainGate
-from .listing import DefinitionListing, Listing
+from .listing import DefinitionListing
 from .registry import Registry
 from .rpc import SHUTTING_DOWN, Context, MalformedRequest, abort, abort_malformed
 
@@ -54,7 +54,7 @@ class DefinitionsWatch:
             known, first = request.known_fingerprint, True
             while not self._closed:
                 change = self._change
-                listing = self._current(request)
+                listing = self._listing.listing_for(request.format, request.anthropic_cache_control)
                 if isinstance(listing, ErrorStatus):
                     await abort(context, listing)
                 if listing.fingerprint != known:
@@ -67,11 +67,6 @@ class DefinitionsWatch:
         finally:
             self._watchers -= 1
         await abort(context, SHUTTING_DOWN)
-
-    def _current(self, request: pb.WatchDefinitionsRequest) -> Listing | ErrorStatus:
-        if request.format:
-            return self._listing.formatted(request.format, request.anthropic_cache_control)
-        return self._listing.plain()
 
     def _changed(self) -> None:
         change, self._change = self._change, asyncio.Event()
