@@ -21,7 +21,7 @@ __all__ = ["CallLog"]
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_REMEMBERED_NAMES: Final = 4096
-_LINE = "%s INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
+_LINE = "%s,%03d INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
 
 
 class CallLog:
@@ -36,15 +36,7 @@ class CallLog:
         self._interval = interval
         self._pending: list[tuple[str, str, float, float]] = []  # tool, status, started, ended
         self._timer: asyncio.TimerHandle | None = None
-        self._valid_names: set[str] = set()  # names seen to be valid tool names
-
-    def _valid(self, tool: str) -> bool:
-        if not _TOOL_NAME.fullmatch(tool):
-            return False
-        if len(self._valid_names) >= _MAX_REMEMBERED_NAMES:
-            self._valid_names.clear()
-        self._valid_names.add(tool)
-        return True
+        self._shown: dict[str, str] = {}  # a tool name as a line shows it, for names seen
 
     def record(self, tool: str, status: str, started: float) -> None:
         """Note one call that began at ``started`` and ends now; written within ``interval``."""
@@ -59,17 +51,25 @@ class CallLog:
             return
         pending, self._pending = self._pending, []
         to_wall = time.time() - time.perf_counter()
-        stamped_ms, stamp = -1, ""
-        valid = self._valid_names
+        stamped, stamp = -1, ""
+        shown = self._shown
         lines: list[str] = []
+        append = lines.append
         for tool, status, started, ended in pending:
-            wall_ms = int((ended + to_wall) * 1000)
-            if wall_ms != stamped_ms:  # calls a millisecond apart share their time stamp
-                stamped_ms, stamp = wall_ms, _stamp(wall_ms)
-            shown = tool if tool in valid or self._valid(tool) else _quoted(tool)
-            lines.append(_LINE % (stamp, shown, status, (ended - started) * 1000))
+            second, millis = divmod(int((ended + to_wall) * 1000), 1000)
+            if second != stamped:  # one clock formatting per second of calls
+                stamped, stamp = second, _stamp(second)
+            name = shown.get(tool) or self._show(tool)
+            append(_LINE % (stamp, millis, name, status, (ended - started) * 1000))
         self._stream.write("".join(lines))
         self._stream.flush()
+
+    def _show(self, tool: str) -> str:
+        """``tool`` as a line shows it: as is when a valid tool name, else quoted."""
+        if len(self._shown) >= _MAX_REMEMBERED_NAMES:
+            self._shown.clear()
+        name = self._shown[tool] = tool if _TOOL_NAME.fullmatch(tool) else _quoted(tool)
+        return name
 
     def close(self) -> None:
         """Write what is pending and stop the timer."""
@@ -84,7 +84,6 @@ def _quoted(name: str) -> str:
     return '"' + printable(name.replace("\\", "\\\\")).replace('"', '\\"') + '"'
 
 
-def _stamp(wall_ms: int) -> str:
-    """``2026-11-29 21:02:14,546``: local time, as the logging module writes it."""
-    second, millis = divmod(wall_ms, 1000)
-    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(second))},{millis:03d}"
+def _stamp(second: int) -> str:
+    """``2026-11-29 21:02:14`` (the line adds ``,546``): local time, as logging writes it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
