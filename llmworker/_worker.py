@@ -13,7 +13,7 @@ other registry changes (and the run time refuses them too). Like a Rust move, a 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar, cast, final
 
 from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch, run_one_call
@@ -132,7 +132,7 @@ class Worker(Generic[StateT]):
         )
         return output if isinstance(output, str) else output.text
 
-    async def call_tool_output(
+    def call_tool_output(
         self,
         name: str,
         input_json: str,
@@ -140,12 +140,13 @@ class Worker(Generic[StateT]):
         call_id: str = "",
         metadata: Mapping[str, str] = NO_METADATA,
         deadline: float | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - enforced by one watchdog timer
-    ) -> str | ToolOutput:
+        timeout: float | None = None,  # enforced by one watchdog timer
+    ) -> Coroutine[object, None, str | ToolOutput]:
         """As ``call_tool``, keeping a structured result: a ``ToolOutput`` when the tool
-        gave one, else the text."""
+        gave one, else the text. (A plain method returning the call's coroutine: one frame
+        less on the server's call path; await it as an ``async def``.)"""
         core = self._live()
-        return await run_one_call(
+        return run_one_call(
             core.handle, core.hooks, call_id, name, input_json, metadata, deadline, timeout
         )
 

@@ -4,7 +4,7 @@ the call it becomes once admitted."""
 from __future__ import annotations
 
 import re
-from typing import Final, NamedTuple
+from typing import Final, TypeAlias
 
 from llmworker import ToolBatchAborted
 from llmworker._context import NO_METADATA, CallMetadata
@@ -28,15 +28,9 @@ _CALL_ID: Final = re.compile(r"[\x20-\x7e]{1,128}")
 _METADATA_KEY: Final = re.compile(r"[a-z0-9._-]{1,64}")
 
 
-class AdmittedCall(NamedTuple):
-    """A call that passed the checks, with the server's timeout and the caller's deadline."""
-
-    name: str
-    input_json: str
-    call_id: str
-    metadata: CallMetadata
-    deadline: float | None
-    timeout: float | None
+AdmittedCall: TypeAlias = tuple[str, str, str, CallMetadata, float | None, float | None]
+"""A call that passed the checks: name, input, call id, metadata, the caller's deadline and
+the server's timeout. (A plain tuple: one is made per call, and a NamedTuple costs 5x more.)"""
 
 
 def call_problem(request: pb.CallToolRequest) -> ErrorStatus | None:

@@ -37,17 +37,17 @@ class CallStreams:
         call = service.admit(request, context)
         if isinstance(call, ErrorStatus):
             await abort(context, call)
-        name = call.name
+        name, input_json, call_id, metadata, deadline, timeout = call
         log_id, started = service.start()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
         events = service.registry.worker.stream_tool(
             name,
-            call.input_json,
-            call_id=call.call_id or log_id,
-            metadata=call.metadata,
-            deadline=call.deadline,
-            timeout=call.timeout,
+            input_json,
+            call_id=call_id or log_id,
+            metadata=metadata,
+            deadline=deadline,
+            timeout=timeout,
         )
         try:
             async for event in events:

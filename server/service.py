@@ -268,7 +268,7 @@ class ToolService:
         remaining = cast("float | None", context.time_remaining())  # None: no deadline
         timeout = self._limits.server_timeout(name, remaining)
         deadline = None if remaining is None else time.monotonic() + remaining
-        return AdmittedCall(name, input_json, call_id, frozen, deadline, timeout)
+        return name, input_json, call_id, frozen, deadline, timeout
 
     @property
     def gate(self) -> DrainGate:
