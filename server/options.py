@@ -1,0 +1,268 @@
+"""The command line's flags: every option of ``llmworker-server``, grouped as ``--help``
+shows them."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+__all__ = ["TOKEN_ENV", "build_parser"]
+
+TOKEN_ENV: Final = "LLMWORKER_TOKEN"
+ValueT = TypeVar("ValueT")
+
+
+def _per_tool(
+    convert: Callable[[str], ValueT], form: str, example: str
+) -> Callable[[str], tuple[str, ValueT]]:
+    """An argparse type for ``NAME=VALUE``, e.g. ``--tool-timeout search=5``."""
+
+    def parse(text: str) -> tuple[str, ValueT]:
+        name, separator, value = text.partition("=")
+        try:
+            if not separator or not name:
+                raise ValueError
+            return name, convert(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {form}, e.g. {example!r}") from None
+
+    return parse
+
+
+_tool_timeout = _per_tool(float, "NAME=SECONDS", "search=5")
+_tool_limit = _per_tool(int, "NAME=BYTES", "upload=8388608")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llmworker-server",
+        allow_abbrev=False,  # "--token x" must never be taken as "--token-file x"
+        description="Serve llmworker tools over gRPC (llmworker.v1.ToolService), with health "
+        "checking and server reflection, plus an internal ToolRegistry listener through which "
+        "other processes contribute tools.",
+        epilog=f"The registry token is read from ${TOKEN_ENV} or --token-file, never from the "
+        "command line. Example: llmworker-server --demo --tools myapp.tools:MyApp",
+    )
+    tools = parser.add_argument_group("tools")
+    tools.add_argument(
+        "--tools",
+        dest="tool_specs",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="load tools from a @tool_registry class or instance, a ToolDefinition, or a list "
+        "of them (repeatable; the current directory is importable)",
+    )
+    tools.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_delete/kv_list, "
+        "validate_order, whoami)",
+    )
+
+    listen = parser.add_argument_group("listening")
+    listen.add_argument("--host", default="127.0.0.1", help="public address (default %(default)s)")
+    listen.add_argument(
+        "--port",
+        type=int,
+        default=50051,
+        help="public port; 0 picks a free one (default %(default)s)",
+    )
+    listen.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the port (SO_REUSEPORT); needs "
+        "--no-internal (default %(default)s)",
+    )
+    listen.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    listen.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="largest request or response; the definitions listing must fit too "
+        "(default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-concurrent-streams",
+        type=int,
+        default=100,
+        metavar="N",
+        help="calls in progress on one client connection (HTTP/2 streams) (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-idle",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close a connection with no call for this long (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-age",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="ask clients to reconnect after this long, so that load spreads and abandoned "
+        "streams end (default %(default)s)",
+    )
+    listen.add_argument(
+        "--max-connection-age-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="then close the connection after this long, whatever is left on it "
+        "(default %(default)s)",
+    )
+
+    registry = parser.add_argument_group("internal registry")
+    registry.add_argument(
+        "--no-internal",
+        dest="internal",
+        action="store_false",
+        help="no internal listener; the tool set locks once loaded",
+    )
+    registry.add_argument(
+        "--internal-socket",
+        type=Path,
+        metavar="PATH",
+        help="Unix socket of the internal listener (default: "
+        "$XDG_RUNTIME_DIR or the temp dir, llmworker-<pid>.sock)",
+    )
+    registry.add_argument(
+        "--internal-address",
+        metavar="HOST:PORT",
+        help="internal listener on TCP instead (needs a token)",
+    )
+    registry.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help=f"file holding the registry token (else ${TOKEN_ENV})",
+    )
+    registry.add_argument(
+        "--lock",
+        dest="lock_at_start",
+        action="store_true",
+        help="lock the registry at start: RegisterTool answers FAILED_PRECONDITION",
+    )
+    registry.add_argument(
+        "--registration-window",
+        type=float,
+        metavar="SECONDS",
+        help="lock the registry this long after start",
+    )
+    registry.add_argument(
+        "--register-with",
+        metavar="TARGET",
+        help="act as a provider: register this server's tools with the "
+        "internal listener at TARGET (uses the token)",
+    )
+    registry.add_argument(
+        "--advertise",
+        metavar="HOST:PORT",
+        help="the address other servers reach this one at (default: --host:--port)",
+    )
+
+    calls = parser.add_argument_group("calls")
+    calls.add_argument(
+        "--call-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="timeout of every call; 0 for none (default %(default)s)",
+    )
+    calls.add_argument(
+        "--tool-timeout",
+        type=_tool_timeout,
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="timeout of one tool (repeatable)",
+    )
+    calls.add_argument(
+        "--max-input-bytes",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="largest input_json of a call; larger ones get INVALID_ARGUMENT before any "
+        "validation (default %(default)s)",
+    )
+    calls.add_argument(
+        "--tool-max-input-bytes",
+        type=_tool_limit,
+        action="append",
+        default=[],
+        metavar="NAME=BYTES",
+        help="the input limit of one tool (repeatable)",
+    )
+    calls.add_argument(
+        "--redact-errors",
+        action="store_true",
+        help="answer unexpected exceptions in tools and hooks with a generic message and the "
+        "call id; the server logs the details",
+    )
+    calls.add_argument(
+        "--max-concurrent-calls",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="calls in flight beyond which callers get RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    calls.add_argument(
+        "--max-watchers",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="WatchDefinitions streams open at once; beyond, RESOURCE_EXHAUSTED (default "
+        "%(default)s)",
+    )
+    calls.add_argument(
+        "--max-batch-calls",
+        type=int,
+        default=128,
+        metavar="N",
+        help="most calls one CallTools request may carry (default %(default)s)",
+    )
+    calls.add_argument(
+        "--pause-ttl",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="how long a paused batch's resume token stays valid (default %(default)s)",
+    )
+    calls.add_argument(
+        "--max-paused-batches",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="paused batches held in memory at once; beyond, CallTools answers "
+        "RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    calls.add_argument(
+        "--grace",
+        dest="grace_seconds",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long calls in flight may finish; the process exits "
+        "within --drain-delay + grace + 1 s whatever tools do (default %(default)s)",
+    )
+    calls.add_argument(
+        "--drain-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, report NOT_SERVING through health checks and keep serving "
+        "this long before refusing calls, so that load balancers move away (default "
+        "%(default)s)",
+    )
+    calls.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="INFO logs one line per call (default %(default)s)",
+    )
+    return parser
