@@ -50,6 +50,7 @@ from ._schema import SchemaStyle
 from ._status import RemoteServiceError
 from ._streaming import OutputChunk, Progress, StreamEvent
 from ._strict import StrictSchemaError
+from ._tls import ClientTls
 from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
@@ -62,6 +63,7 @@ __all__ = [
     "BatchOutcome",
     "BoundToolMethod",
     "CallMetadata",
+    "ClientTls",
     "Completed",
     "Continue",
     "Decision",

@@ -9,6 +9,7 @@ import grpc.aio
 
 from ._channel_owner import ChannelOwner
 from ._status import error_from_rpc
+from ._tls import ClientTls, aio_channel
 from ._tool_meta import ToolMeta
 from ._wire import definition_message
 from .v1 import tool_registry_pb2 as pb
@@ -31,8 +32,15 @@ class ToolRegistryClient(ChannelOwner):
     or a listing that would outgrow the server's message limit (``REGISTRY_FULL``).
     """
 
-    def __init__(self, target: str, token: str | None = None, *, timeout: float = 10.0):
-        self._channel = grpc.aio.insecure_channel(target)
+    def __init__(
+        self,
+        target: str,
+        token: str | None = None,
+        *,
+        timeout: float = 10.0,
+        tls: ClientTls | None = None,
+    ) -> None:
+        self._channel = aio_channel(target, tls)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout = timeout
         self._register = self._channel.unary_unary(

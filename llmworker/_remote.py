@@ -41,6 +41,7 @@ from ._status import (
     error_from_rpc,
 )
 from ._streaming import StreamEvent
+from ._tls import ClientTls, aio_channel, sync_channel, with_tls_hint
 from ._tool import Tool
 from ._tool_meta import ToolMeta
 from ._tool_server import DefinitionsSnapshot
@@ -107,17 +108,22 @@ class RemoteToolServerHandle(ChannelOwner):
         call_timeout: float | None = None,
         max_message_bytes: int = 4 << 20,
         watch: bool = True,
+        tls: ClientTls | None = None,
     ) -> RemoteToolServerHandle:
-        """Open a channel to ``target`` and fetch the definitions; with ``watch`` (the
-        default), keep them current as the server's registry changes (``WatchDefinitions``:
-        no polling; a server without it is left to ``refresh()``)."""
+        """Open a channel to ``target`` (over TLS with ``tls``, else plaintext) and fetch
+        the definitions; with ``watch`` (the default), keep them current as the server's
+        registry changes (``WatchDefinitions``: no polling; a server without it is left to
+        ``refresh()``)."""
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
         ]
-        handle = cls(grpc.aio.insecure_channel(target, options=options), call_timeout=call_timeout)
+        handle = cls(aio_channel(target, tls, options), call_timeout=call_timeout)
         try:
             await handle.refresh()
+        except RemoteServiceError as error:
+            await handle.close()
+            raise with_tls_hint(error, tls) from None
         except BaseException:
             await handle.close()
             raise
@@ -264,8 +270,10 @@ _TOKEN_USED: Final = frozenset({Reason.RESUME_TOKEN_UNKNOWN.value, Reason.HOOK_A
 class SyncRemoteToolServerHandle:
     """The blocking variant of ``RemoteToolServerHandle``, for scripts and sync code."""
 
-    def __init__(self, target: str, *, call_timeout: float | None = None) -> None:
-        self._channel = grpc.insecure_channel(target)
+    def __init__(
+        self, target: str, *, call_timeout: float | None = None, tls: ClientTls | None = None
+    ) -> None:
+        self._channel = sync_channel(target, tls)
         self._call_timeout = call_timeout
         self._cache = _DefinitionsCache()
         self._list = self._channel.unary_unary(
@@ -285,6 +293,9 @@ class SyncRemoteToolServerHandle:
         )
         try:
             self.refresh()
+        except RemoteServiceError as error:
+            self.close()
+            raise with_tls_hint(error, tls) from None
         except BaseException:
             self.close()
             raise
