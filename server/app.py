@@ -16,7 +16,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
 
 from .call_log import CallLog
-from .config import ServerConfig, default_internal_socket
+from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
 from .drain import DrainGate
 from .limits import CallLimits
@@ -25,6 +25,7 @@ from .paused_batches import PausedBatches
 from .reflection import enable_reflection
 from .registry import Registry, RegistryService
 from .service import ToolService
+from .tls import ListenerTls
 
 __all__ = ["ServerApp"]
 
@@ -70,8 +71,9 @@ class ServerApp:
             paused=PausedBatches(config.pause_ttl, config.max_paused_batches),
         )
         self._registry_service = RegistryService(
-            self.registry, config.token, config.call_timeout, self._gate
+            self.registry, config.token, config.call_timeout, self._gate, config.outgoing_tls
         )
+        self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._health = health.aio.HealthServicer()
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
@@ -86,7 +88,7 @@ class ServerApp:
         self.tools.add_to(self._public)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._public)
         enable_reflection(self._public, [_TOOL_SERVICE, health.SERVICE_NAME])
-        self.port = _bind(self._public, self.config.public_address)
+        self.port = _bind(self._public, self.config.public_address, self._credentials())
         if self.config.internal:
             self._internal = self._new_server(reuse_port=False)
             self._registry_service.add_to(self._internal)
@@ -98,13 +100,21 @@ class ServerApp:
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         _log.info(
-            "serving %d tools on %s:%d (internal: %s, registry %s)",
+            "serving %d tools on %s:%d (internal: %s, registry %s, %s)",
             len(self.registry.handle),
             self.config.host,
             self.port,
             self.internal_target or "off",
             "locked" if self.registry.is_locked else "mutable",
+            self._transport(),
         )
+        if self._tls is None and not is_loopback(self.config.host):
+            _log.warning(
+                "serving plaintext on %s:%d (--allow-insecure): anyone who can reach it can "
+                "read and forge calls; keep it behind a proxy that terminates TLS",
+                self.config.host,
+                self.port,
+            )
         if self.config.register_with:
             await self._register_with(self.config.register_with)
 
@@ -182,15 +192,28 @@ class ServerApp:
 
     def _bind_internal(self, server: grpc.aio.Server) -> str:
         if self.config.internal_address:
-            port = _bind(server, self.config.internal_address)
+            port = _bind(server, self.config.internal_address, self._credentials())
             host = self.config.internal_address.rsplit(":", 1)[0]
             return f"{host}:{port}"
         path = self.config.internal_socket or default_internal_socket()
         if path.is_socket():
             path.unlink()  # left by a process that died; binding would fail
-        _bind(server, f"unix:{path}")
+        _bind(server, f"unix:{path}", None)  # a socket only this user can open
         path.chmod(0o600)
         return f"unix:{path}"
+
+    def reload(self) -> None:
+        """Read the TLS certificates again (SIGHUP); a problem keeps the ones in use."""
+        if self._tls is not None:
+            self._tls.reload()
+
+    def _transport(self) -> str:
+        if self._tls is None:
+            return "plaintext"
+        return "TLS, client certificates required" if self._tls.files.client_ca else "TLS"
+
+    def _credentials(self) -> grpc.ServerCredentials | None:
+        return None if self._tls is None else self._tls.credentials()
 
     def _schedule_lock(self) -> None:
         if not self.config.internal or self.config.lock_at_start:
@@ -201,7 +224,8 @@ class ServerApp:
 
     async def _register_with(self, target: str) -> None:
         provider = self.config.advertise or f"{self.config.host}:{self.port}"
-        async with ToolRegistryClient(target, self.config.token) as registry:
+        tls = self.config.outgoing_tls
+        async with ToolRegistryClient(target, self.config.token, tls=tls) as registry:
             for meta in self.registry.handle.tool_definitions_sorted():
                 await registry.register_tool(meta, provider)
         _log.info("registered %d tools with %s as %s", len(self.registry.handle), target, provider)
@@ -212,9 +236,12 @@ def _milliseconds(seconds: float) -> int:
     return min(int(seconds * 1000), 2**31 - 1)
 
 
-def _bind(server: grpc.aio.Server, address: str) -> int:
+def _bind(server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None) -> int:
     try:
-        port = server.add_insecure_port(address)
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
     except RuntimeError as error:
         raise OSError(
             f"cannot listen on {address} ({error}); is another process using it?"

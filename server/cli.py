@@ -8,9 +8,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from llmworker import ClientTls
+
 from .config import ServerConfig
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
+from .tls import TlsFiles
 from .workers import run_workers
 
 __all__ = ["main", "parse_args"]
@@ -51,6 +54,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         except OSError as error:
             parser.error(f"--token-file: {error}")
     config = ServerConfig(
+        tls=_listener_tls(parser, args),
+        allow_insecure=args.allow_insecure,
+        outgoing_tls=_outgoing_tls(parser, args),
         host=args.host,
         port=args.port,
         tool_specs=args.tool_specs,
@@ -89,6 +95,30 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     except ValueError as error:
         parser.error(str(error))
     return config
+
+
+def _listener_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TlsFiles | None:
+    if args.tls_cert is None and args.tls_key is None:
+        if args.tls_client_ca is not None:
+            parser.error("--tls-client-ca needs TLS: add --tls-cert and --tls-key")
+        return None
+    if args.tls_cert is None or args.tls_key is None:
+        parser.error("TLS needs both --tls-cert and --tls-key")
+    return TlsFiles(args.tls_cert, args.tls_key, args.tls_client_ca)
+
+
+def _outgoing_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ClientTls | None:
+    files = (args.outgoing_tls_ca, args.outgoing_tls_cert, args.outgoing_tls_key)
+    if all(path is None for path in files):
+        return None
+    if args.outgoing_tls_ca is None:
+        parser.error("--outgoing-tls-cert and --outgoing-tls-key need --outgoing-tls-ca")
+    if (args.outgoing_tls_cert is None) != (args.outgoing_tls_key is None):
+        parser.error("a client certificate needs both --outgoing-tls-cert and --outgoing-tls-key")
+    try:
+        return ClientTls.from_files(root_ca=files[0], cert=files[1], key=files[2])
+    except OSError as error:
+        parser.error(f"outgoing TLS: {error}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

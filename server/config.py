@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ServerConfig", "default_internal_socket"]
+from llmworker import ClientTls
+
+from .tls import TlsFiles
+
+__all__ = ["ServerConfig", "default_internal_socket", "is_loopback"]
 
 
 def default_internal_socket() -> Path:
@@ -52,6 +57,12 @@ class ServerConfig:
     advertise: str | None = None
     workers: int = 1
     reuse_port: bool = False
+    tls: TlsFiles | None = None
+    """TLS for the public listener and a TCP internal one (a Unix socket stays plaintext)."""
+    allow_insecure: bool = False
+    """Serve plaintext on an address beyond loopback (behind a TLS-terminating proxy, say)."""
+    outgoing_tls: ClientTls | None = field(default=None, repr=False)
+    """TLS for the connections this server opens: to --register-with and to providers."""
 
     @property
     def public_address(self) -> str:
@@ -59,6 +70,7 @@ class ServerConfig:
 
     def check(self) -> None:
         """Refuse unsafe or contradictory settings with what to change."""
+        self._check_transport()
         if self.internal_address and not self.token:
             raise ValueError(
                 "--internal-address serves the registry over TCP; set a token "
@@ -104,3 +116,32 @@ class ServerConfig:
                 "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "
                 "process would have its own registry)"
             )
+
+    def _check_transport(self) -> None:
+        if self.tls is not None or self.allow_insecure:
+            return
+        if not is_loopback(self.host):
+            raise ValueError(
+                f"--host {self.host} would serve plaintext beyond this machine: anyone on the "
+                "network could read and forge calls; serve TLS with --tls-cert and --tls-key, "
+                "or add --allow-insecure (e.g. behind a proxy that terminates TLS)"
+            )
+        internal_host = (self.internal_address or "").rpartition(":")[0]
+        if self.internal_address and not is_loopback(internal_host):
+            raise ValueError(
+                f"--internal-address {self.internal_address} would send the registry token in "
+                "plaintext beyond this machine; serve TLS with --tls-cert and --tls-key, or "
+                "add --allow-insecure"
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this
+    machine only."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

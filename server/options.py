@@ -117,6 +117,44 @@ def build_parser() -> argparse.ArgumentParser:
         "(default %(default)s)",
     )
 
+    security = parser.add_argument_group("transport security")
+    security.add_argument(
+        "--tls-cert",
+        type=Path,
+        metavar="PEM",
+        help="serve TLS with this certificate chain (with --tls-key); also on a TCP "
+        "internal listener; re-read on SIGHUP",
+    )
+    security.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's key")
+    security.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        metavar="PEM",
+        help="require client certificates signed by this CA (mutual TLS)",
+    )
+    security.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="allow plaintext on an address beyond loopback (e.g. behind a proxy that "
+        "terminates TLS); logged as a warning",
+    )
+    security.add_argument(
+        "--outgoing-tls-ca",
+        type=Path,
+        metavar="PEM",
+        help="connect over TLS, trusting this CA, where this server is the client: to "
+        "--register-with and to providers' targets",
+    )
+    security.add_argument(
+        "--outgoing-tls-cert",
+        type=Path,
+        metavar="PEM",
+        help="client certificate for those connections (with --outgoing-tls-key; mTLS)",
+    )
+    security.add_argument(
+        "--outgoing-tls-key", type=Path, metavar="PEM", help="that client certificate's key"
+    )
+
     registry = parser.add_argument_group("internal registry")
     registry.add_argument(
         "--no-internal",

@@ -1,6 +1,7 @@
 """The server as a process: signals, a hard deadline, tool threads that never hold up exit,
 and tasks that try to exit it.
 
+- SIGHUP reads the TLS certificates again (a problem keeps the ones in use, logged).
 - SIGTERM/SIGINT start a graceful stop (``ServerApp.stop`` with ``--drain-delay`` and
   ``--grace``); a second signal exits at once. Whatever tools do, the process is gone
   ``drain delay + grace + 1 s`` after the first signal: a watchdog thread ends it if the
@@ -74,7 +75,11 @@ async def _serve(app: ServerApp, loop: asyncio.AbstractEventLoop) -> int:
         watchdog.start_counting()
         loop.call_soon_threadsafe(stopping.set)
 
+    def on_hangup(signum: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(app.reload)
+
     previous = {signum: signal.signal(signum, on_signal) for signum in _SIGNALS}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
         await app.start()
         await stopping.wait()

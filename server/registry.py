@@ -12,6 +12,7 @@ import grpc
 import grpc.aio
 
 from llmworker import (
+    ClientTls,
     Locked,
     Mutable,
     RemoteTool,
@@ -25,6 +26,7 @@ from llmworker import (
 )
 from llmworker._status import ErrorStatus, Reason
 from llmworker._text import printable, shorten
+from llmworker._tls import aio_channel
 from llmworker._wire import definition_message, meta_from_message
 from llmworker.v1 import tool_registry_pb2 as pb
 
@@ -152,11 +154,13 @@ class RegistryService:
         token: str | None,
         provider_timeout: float | None,
         gate: DrainGate | None = None,
+        provider_tls: ClientTls | None = None,
     ) -> None:
         self._registry = registry
         self._expected = f"Bearer {token}".encode() if token else None
         self._provider_timeout = provider_timeout
         self._gate = gate
+        self._provider_tls = provider_tls
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def add_to(self, server: grpc.aio.Server) -> None:
@@ -247,7 +251,7 @@ class RegistryService:
     def _channel(self, target: str) -> grpc.aio.Channel:
         channel = self._channels.get(target)
         if channel is None:
-            channel = self._channels[target] = grpc.aio.insecure_channel(target)
+            channel = self._channels[target] = aio_channel(target, self._provider_tls)
         return channel
 
     async def close(self) -> None:

@@ -1,8 +1,8 @@
 """``--workers N``: N server processes sharing one port through SO_REUSEPORT.
 
 The kernel spreads connections across the processes; each runs its own event loop and a
-copy of the (locked) tool set. The parent only starts, forwards signals to, and waits for
-its children.
+copy of the (locked) tool set. The parent only starts its children, forwards SIGTERM,
+SIGINT and SIGHUP to them, and waits for them.
 """
 
 from __future__ import annotations
@@ -60,5 +60,6 @@ def run_workers(argv: Sequence[str], count: int) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGHUP, forward)  # each child reloads its certificates
     codes = [child.wait() for child in children]
     return max(codes, key=abs)
