@@ -27,6 +27,7 @@ from llmworker.v1 import tool_service_pb2_grpc
 from server.demo_tools import DemoTools
 
 from .grpc_support import REPO, serve
+from .tls_support import Pki
 
 GO_BINARY = REPO / "tests/interop/go/bin/interop"
 NODE_CLIENT = REPO / "tests/interop/node/client.mjs"
@@ -261,3 +262,48 @@ async def test_a_go_provider_serves_a_tool_to_python_through_the_server(tmp_path
         finally:
             provider.terminate()
             await asyncio.wait_for(provider.wait(), timeout=10)
+
+
+NODE_TLS = REPO / "tests/interop/node/tls.mjs"
+
+
+def tls_command(language: str, target: str, ca: Path, *extra: str, expect: str = "ok") -> list[str]:
+    """The Go or Node TLS check against ``target`` (``extra``: a client cert and key)."""
+    if language == "go":
+        pair = ["-cert", extra[0], "-key", extra[1]] if extra else []
+        return [str(GO_BINARY), "tls", "-target", target, "-ca", str(ca), *pair, "-expect", expect]
+    return ["node", str(NODE_TLS), target, str(ca), *extra, "--expect", expect]
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_clients_in_other_languages_use_tls_and_mutual_tls(
+    language: str, tmp_path: Path
+) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    pki = Pki.create(tmp_path / "pki")
+    client = (str(pki.client.cert), str(pki.client.key))
+    stranger = (str(pki.stranger.cert), str(pki.stranger.key))
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker, internal=False, tls=pki.server_files()) as served:
+        code, output = await run(*tls_command(language, served.target, pki.ca.cert))
+        assert code == 0, output
+        assert "OK tls listing" in output, output
+        assert "OK tls call echo" in output, output
+        code, output = await run(
+            *tls_command(language, served.target, pki.ca.cert, expect="plaintext-refused")
+        )
+        assert code == 0, output
+        assert "OK tls plaintext refused: UNAVAILABLE" in output, output
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker, internal=False, tls=pki.server_files(mutual=True)) as served:
+        code, output = await run(*tls_command(language, served.target, pki.ca.cert, *client))
+        assert code == 0, output
+        assert "OK tls call echo" in output, output
+        for presented in [(), stranger]:
+            code, output = await run(
+                *tls_command(language, served.target, pki.ca.cert, *presented, expect="refused")
+            )
+            assert code == 0, output
+            assert "OK tls refused: UNAVAILABLE" in output, output

@@ -6,6 +6,7 @@
 //	interop formats  -target HOST:PORT -expect DIR
 //	interop stream   -target HOST:PORT
 //	interop watch    -target HOST:PORT -registry unix:///path.sock -token TOKEN
+//	interop tls      -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -16,6 +17,10 @@
 // CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the
 // first message (the current state, unchanged for a known fingerprint, in OpenAI Chat format),
 // a tool it registers with the internal ToolRegistry reaching every watch, and cancellation.
+// The tls checks a server with TLS on, verifying its certificate against -ca and presenting
+// -cert/-key when given: ok, listing and calling echo; refused, the handshake failing
+// (UNAVAILABLE) for a server that requires a client certificate from its CA; plaintext-refused,
+// a plaintext connection failing (UNAVAILABLE). Bad tls flags exit 2.
 package main
 
 import (
@@ -26,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -66,8 +71,22 @@ func main() {
 		token := flags.String("token", "", "the server's registry token")
 		_ = flags.Parse(os.Args[2:])
 		err = runWatch(*target, *registry, *token)
+	case "tls":
+		flags := flag.NewFlagSet("tls", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server, with TLS on")
+		ca := flags.String("ca", "", "PEM file of the CA that signed the server's certificate")
+		cert := flags.String("cert", "", "PEM file of the client certificate, for mTLS")
+		key := flags.String("key", "", "PEM file of the client certificate's key")
+		expect := flags.String("expect", "ok", "ok, refused (the handshake fails) or plaintext-refused")
+		_ = flags.Parse(os.Args[2:])
+		transport, usage := tlsCredentials(*target, *ca, *cert, *key, *expect)
+		if usage != nil {
+			fmt.Fprintln(os.Stderr, "usage: interop tls:", usage)
+			os.Exit(2)
+		}
+		err = runTLS(*target, transport, *expect)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream or watch", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch or tls", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
