@@ -64,6 +64,7 @@ class Reason(enum.StrEnum):
     RESUME_TOKEN_UNKNOWN = "RESUME_TOKEN_UNKNOWN"
     PAUSED_BATCHES_FULL = "PAUSED_BATCHES_FULL"
     DEFINITION_FORMAT_UNSUPPORTED = "DEFINITION_FORMAT_UNSUPPORTED"
+    TOOL_FORBIDDEN = "TOOL_FORBIDDEN"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -86,6 +87,7 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.RESUME_TOKEN_UNKNOWN: grpc.StatusCode.NOT_FOUND,
     Reason.PAUSED_BATCHES_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.DEFINITION_FORMAT_UNSUPPORTED: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.TOOL_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

@@ -15,6 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
 
+from .auth import CallerCheck
 from .call_log import CallLog
 from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
@@ -62,6 +63,7 @@ class ServerApp:
         calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
         self._call_log = CallLog(sys.stderr) if calls_logged else None
         self._gate = DrainGate()
+        self._auth = CallerCheck(config.auth_tokens) if config.auth_tokens else None
         self.tools = ToolService(
             self.registry,
             limits,
@@ -69,6 +71,7 @@ class ServerApp:
             redact_errors=config.redact_errors,
             gate=self._gate,
             paused=PausedBatches(config.pause_ttl, config.max_paused_batches),
+            auth=self._auth,
         )
         self._registry_service = RegistryService(
             self.registry, config.token, config.call_timeout, self._gate, config.outgoing_tls
@@ -100,13 +103,14 @@ class ServerApp:
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         _log.info(
-            "serving %d tools on %s:%d (internal: %s, registry %s, %s)",
+            "serving %d tools on %s:%d (internal: %s, registry %s, %s, %s)",
             len(self.registry.handle),
             self.config.host,
             self.port,
             self.internal_target or "off",
             "locked" if self.registry.is_locked else "mutable",
             self._transport(),
+            "callers checked" if self._auth else "any caller",
         )
         if self._tls is None and not is_loopback(self.config.host):
             _log.warning(
@@ -203,9 +207,12 @@ class ServerApp:
         return f"unix:{path}"
 
     def reload(self) -> None:
-        """Read the TLS certificates again (SIGHUP); a problem keeps the ones in use."""
+        """Read the TLS certificates and the caller tokens again (SIGHUP); a file that
+        cannot be used keeps what is in use."""
         if self._tls is not None:
             self._tls.reload()
+        if self._auth is not None:
+            self._auth.reload()
 
     def _transport(self) -> str:
         if self._tls is None:

@@ -128,7 +128,9 @@ class BatchCalls:
     async def _start(
         self, request: pb.CallToolsRequest, context: Context, form: DefinitionFormat | None
     ) -> pb.CallToolsResponse:
-        problem = self._batch_problem(request)
+        problem = self._service.caller_refusal(
+            context, (message.name for message in request.calls)
+        ) or self._batch_problem(request)
         if problem is not None:
             await abort(context, problem)
         remaining = context.time_remaining()
@@ -158,6 +160,9 @@ class BatchCalls:
         held = self._paused.find(request.resume_token)
         if held is None:
             await abort(context, _UNKNOWN_TOKEN)
+        refusal = self._service.caller_refusal(context, held.names.values())
+        if refusal is not None:
+            await abort(context, refusal)  # the token stays usable by its caller
         decisions, problem = self._decisions(request, held)
         if problem is not None:
             await abort(context, problem)  # the token stays usable

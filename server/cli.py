@@ -56,6 +56,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
     config = ServerConfig(
         tls=_listener_tls(parser, args),
         allow_insecure=args.allow_insecure,
+        auth_tokens=args.auth_tokens,
         outgoing_tls=_outgoing_tls(parser, args),
         host=args.host,
         port=args.port,

@@ -63,6 +63,8 @@ class ServerConfig:
     """Serve plaintext on an address beyond loopback (behind a TLS-terminating proxy, say)."""
     outgoing_tls: ClientTls | None = field(default=None, repr=False)
     """TLS for the connections this server opens: to --register-with and to providers."""
+    auth_tokens: Path | None = None
+    """The caller tokens file: without it every caller may list and call every tool."""
 
     @property
     def public_address(self) -> str:

@@ -3,18 +3,23 @@ provider's format, each serialised once per registry change and then sent as byt
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import hashlib
+from typing import Final, NamedTuple
 
-from llmworker._formats import DefinitionFormat, FormattedDefinitions
+from llmworker import canonical_json
+from llmworker._formats import DefinitionFormat, FormattedDefinitions, format_definitions
 from llmworker._status import ErrorStatus, Reason
 from llmworker._tool_server import DefinitionsSnapshot
 from llmworker._wire import definition_format, definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 
+from .auth import CallerCheck, Scope
 from .registry import Registry
 from .rpc import Context, MalformedRequest, abort, abort_malformed
 
 __all__ = ["DefinitionListing", "Listing"]
+
+_MAX_SCOPED_LISTINGS: Final = 1024
 
 
 class Listing(NamedTuple):
@@ -27,20 +32,23 @@ class Listing(NamedTuple):
 
 
 class DefinitionListing:
-    """Answers ListDefinitionsSorted from responses cached per registry version."""
+    """Answers ListDefinitionsSorted from responses cached per registry version (and, with
+    caller tokens, per scope: a caller sees only the tools it may call)."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, auth: CallerCheck | None = None) -> None:
         self._registry = registry
+        self._auth = auth
         self._definitions: tuple[DefinitionsSnapshot, Listing] | None = None
         self._formatted: dict[tuple[DefinitionFormat, bool], tuple[FormattedDefinitions, Listing]]
         self._formatted = {}
+        self._scoped: dict[tuple[Scope, int, bool], tuple[DefinitionsSnapshot, Listing]] = {}
 
     async def list_definitions_sorted(
         self, request: pb.ListDefinitionsSortedRequest | MalformedRequest, context: Context
     ) -> bytes:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
-        listing = self.listing_for(request.format, request.anthropic_cache_control)
+        listing = self.listing_for(context, request.format, request.anthropic_cache_control)
         if isinstance(listing, ErrorStatus):
             await abort(context, listing)
         return (
@@ -48,10 +56,32 @@ class DefinitionListing:
         )
 
     def listing_for(
-        self, number: pb.DefinitionFormat.ValueType, cache_last: bool
+        self, context: Context, number: pb.DefinitionFormat.ValueType, cache_last: bool
     ) -> Listing | ErrorStatus:
-        """The listing a request asks for: in provider format ``number`` (0: plain)."""
+        """The listing a request asks for, in provider format ``number`` (0: plain): the
+        caller's view when the server checks callers."""
+        if self._auth is not None:
+            caller = self._auth.caller(context)
+            if isinstance(caller, ErrorStatus):
+                return caller
+            return self.scoped(caller.scope, number, cache_last)
         return self.formatted(number, cache_last) if number else self.plain()
+
+    def scoped(
+        self, scope: Scope, number: pb.DefinitionFormat.ValueType, cache_last: bool
+    ) -> Listing | ErrorStatus:
+        """The listing of the tools ``scope`` allows, cached per scope and registry version."""
+        snapshot = self._registry.handle.definitions_snapshot()
+        key = (scope, int(number), cache_last)
+        cached = self._scoped.get(key)
+        if cached is not None and cached[0] is snapshot:
+            return cached[1]
+        listing = _scoped_listing(snapshot, scope, number, cache_last)
+        if isinstance(listing, Listing):
+            if len(self._scoped) >= _MAX_SCOPED_LISTINGS:
+                self._scoped.clear()  # scopes of token files replaced by a reload
+            self._scoped[key] = (snapshot, listing)
+        return listing
 
     def plain(self) -> Listing:
         """The definitions as llmworker sends them, for the registry's current version."""
@@ -90,6 +120,32 @@ class DefinitionListing:
                 Listing(formatted.fingerprint, full, _unchanged(formatted.fingerprint)),
             )
         return cached[1]
+
+
+def _scoped_listing(
+    snapshot: DefinitionsSnapshot,
+    scope: Scope,
+    number: pb.DefinitionFormat.ValueType,
+    cache_last: bool,
+) -> Listing | ErrorStatus:
+    metas = tuple(meta for meta in snapshot.definitions if scope.allows(meta.name))
+    if not number:
+        body = b"[" + b",".join(canonical_json(meta.to_json_object()) for meta in metas) + b"]"
+        view = DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest())
+        return Listing(view.fingerprint, definitions_response(view), _unchanged(view.fingerprint))
+    try:
+        form = definition_format(number)
+    except ValueError as error:
+        return ErrorStatus.of(Reason.INVALID_REQUEST, str(error))
+    assert form is not None, "format 0 (unspecified) is the plain listing"
+    try:
+        formatted = format_definitions(metas, form, cache_last=cache_last)
+    except ValueError as error:
+        return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
+    full = pb.ListDefinitionsSortedResponse(
+        definitions_json=formatted.json.decode(), fingerprint=formatted.fingerprint
+    ).SerializeToString()
+    return Listing(formatted.fingerprint, full, _unchanged(formatted.fingerprint))
 
 
 def _unchanged(fingerprint: str) -> bytes:

@@ -155,6 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--outgoing-tls-key", type=Path, metavar="PEM", help="that client certificate's key"
     )
 
+    security.add_argument(
+        "--auth-tokens",
+        type=Path,
+        metavar="JSON",
+        help='callers must send "authorization: Bearer <token>" with a token of this file, '
+        "and may use only its tools (see the README); re-read on SIGHUP",
+    )
+
     registry = parser.add_argument_group("internal registry")
     registry.add_argument(
         "--no-internal",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Iterable
 from typing import Final, cast
 
 import grpc.aio
@@ -25,6 +26,7 @@ from llmworker._text import message_of, shorten
 from llmworker._wire import definition_message
 from llmworker.v1 import tool_service_pb2 as pb
 
+from .auth import CallerCheck
 from .batches import BatchCalls
 from .call_log import CallLog
 from .call_requests import AdmittedCall, aborted_status, call_problem
@@ -70,6 +72,7 @@ class ToolService:
         redact_errors: bool = False,
         gate: DrainGate | None = None,
         paused: PausedBatches | None = None,
+        auth: CallerCheck | None = None,
     ) -> None:
         self._registry = registry
         self._limits = limits
@@ -84,7 +87,8 @@ class ToolService:
         )
         self._output_surely_fits = limits.max_output_bytes // 4
         self._call_ids = itertools.count()
-        self._listing = DefinitionListing(registry)
+        self._auth = auth
+        self._listing = DefinitionListing(registry, auth)
         held = paused if paused is not None else PausedBatches(900.0, 1000)
         self._batches = BatchCalls(self, registry, held)
         self._streams = CallStreams(self)
@@ -194,6 +198,9 @@ class ToolService:
         name = request.name
         if not name:
             await abort(context, _EMPTY_NAME)
+        refusal = self.caller_refusal(context, (name,))
+        if refusal is not None:
+            await abort(context, refusal)
         found = self._registry.handle.get_tool(name)
         if found is None:
             await abort(context, status_of(ToolServerError.ToolNotFound(name), name))
@@ -245,12 +252,17 @@ class ToolService:
     ) -> AdmittedCall | ErrorStatus:
         """The call ``request`` asks for once every check passed, else the refusal: a
         malformed request, no name, an input too large, a bad call id or metadata, too many
-        calls in flight. (The caller waits at the drain gate first.)"""
+        calls in flight, a caller without a token for the tool. (The caller waits at the
+        drain gate first.)"""
         if isinstance(request, MalformedRequest):
             return malformed_status(request)
         name = request.name
         if not name:
             return _EMPTY_NAME
+        if self._auth is not None:
+            refusal = self._auth.refusal(context, (name,))
+            if refusal is not None:
+                return refusal
         input_json = request.input_json
         if len(input_json) > self._surely_fits:  # else the input fits every limit
             too_large = self._limits.input_too_large(name, input_json)
@@ -269,6 +281,10 @@ class ToolService:
         timeout = self._limits.server_timeout(name, remaining)
         deadline = None if remaining is None else time.monotonic() + remaining
         return name, input_json, call_id, frozen, deadline, timeout
+
+    def caller_refusal(self, context: Context, tools: Iterable[str]) -> ErrorStatus | None:
+        """Why the caller may not use ``tools`` when the server checks callers, or None."""
+        return None if self._auth is None else self._auth.refusal(context, tools)
 
     @property
     def gate(self) -> DrainGate:

@@ -54,7 +54,9 @@ class DefinitionsWatch:
             known, first = request.known_fingerprint, True
             while not self._closed:
                 change = self._change
-                listing = self._listing.listing_for(request.format, request.anthropic_cache_control)
+                listing = self._listing.listing_for(
+                    context, request.format, request.anthropic_cache_control
+                )
                 if isinstance(listing, ErrorStatus):
                     await abort(context, listing)
                 if listing.fingerprint != known:
