@@ -22,6 +22,7 @@ import grpc
 import grpc.aio
 
 from ._batch import BatchOutcome, Paused
+from ._caller_token import bearer_metadata
 from ._channel_owner import ChannelOwner
 from ._decisions import Decision
 from ._hooks import ToolCall
@@ -109,16 +110,18 @@ class RemoteToolServerHandle(ChannelOwner):
         max_message_bytes: int = 4 << 20,
         watch: bool = True,
         tls: ClientTls | None = None,
+        token: str | None = None,
     ) -> RemoteToolServerHandle:
         """Open a channel to ``target`` (over TLS with ``tls``, else plaintext) and fetch
         the definitions; with ``watch`` (the default), keep them current as the server's
         registry changes (``WatchDefinitions``: no polling; a server without it is left to
-        ``refresh()``)."""
+        ``refresh()``). ``token`` goes with every call as ``authorization: Bearer`` (for a
+        server that checks callers)."""
         options = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
         ]
-        handle = cls(aio_channel(target, tls, options), call_timeout=call_timeout)
+        handle = cls(aio_channel(target, tls, options, token), call_timeout=call_timeout)
         try:
             await handle.refresh()
         except RemoteServiceError as error:
@@ -271,9 +274,15 @@ class SyncRemoteToolServerHandle:
     """The blocking variant of ``RemoteToolServerHandle``, for scripts and sync code."""
 
     def __init__(
-        self, target: str, *, call_timeout: float | None = None, tls: ClientTls | None = None
+        self,
+        target: str,
+        *,
+        call_timeout: float | None = None,
+        tls: ClientTls | None = None,
+        token: str | None = None,
     ) -> None:
         self._channel = sync_channel(target, tls)
+        self._metadata = bearer_metadata(token)
         self._call_timeout = call_timeout
         self._cache = _DefinitionsCache()
         self._list = self._channel.unary_unary(
@@ -306,7 +315,9 @@ class SyncRemoteToolServerHandle:
             known_fingerprint=self._cache.snapshot.fingerprint
         )
         try:
-            return self._cache.update(self._list(request, timeout=self._call_timeout))
+            return self._cache.update(
+                self._list(request, timeout=self._call_timeout, metadata=self._metadata)
+            )
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error)
             raise error from error.__cause__
@@ -319,7 +330,9 @@ class SyncRemoteToolServerHandle:
         """As ``ToolServerHandle.call_tool``, blocking."""
         try:
             response = self._call(
-                pb.CallToolRequest(name=name, input_json=input_json), timeout=self._call_timeout
+                pb.CallToolRequest(name=name, input_json=input_json),
+                timeout=self._call_timeout,
+                metadata=self._metadata,
             )
         except grpc.RpcError as rpc_error:
             error = error_from_rpc(rpc_error)
@@ -337,7 +350,8 @@ class SyncRemoteToolServerHandle:
         """As ``RemoteToolServerHandle.stream_tool``, a blocking iterator."""
         request = pb.CallToolRequest(name=name, input_json=input_json, call_id=call_id)
         request.metadata.update(metadata or {})
-        return read_events_blocking(self._stream(request, timeout=self._call_timeout))
+        call = self._stream(request, timeout=self._call_timeout, metadata=self._metadata)
+        return read_events_blocking(call)
 
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """The cached definitions, sorted by name."""

@@ -11,6 +11,7 @@ from typing import Final, final
 import grpc
 import grpc.aio
 
+from ._caller_token import caller_token_interceptors
 from ._status import RemoteServiceError
 
 __all__ = ["ClientTls", "aio_channel", "sync_channel", "with_tls_hint"]
@@ -68,12 +69,18 @@ def _read(path: str | Path | None, what: str) -> bytes | None:
 
 
 def aio_channel(
-    target: str, tls: ClientTls | None, options: Sequence[tuple[str, int | str]] = ()
+    target: str,
+    tls: ClientTls | None,
+    options: Sequence[tuple[str, int | str]] = (),
+    token: str | None = None,
 ) -> grpc.aio.Channel:
-    """An asyncio channel to ``target``: over TLS with ``tls``, else plaintext."""
+    """An asyncio channel to ``target``: over TLS with ``tls``, else plaintext; every call
+    carries ``token`` as a bearer token when given."""
+    interceptors = caller_token_interceptors(token) if token else None
     if tls is None:
-        return grpc.aio.insecure_channel(target, options=options)
-    return grpc.aio.secure_channel(target, tls.credentials(), options=options)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+    credentials = tls.credentials()
+    return grpc.aio.secure_channel(target, credentials, options, interceptors=interceptors)
 
 
 def sync_channel(
