@@ -307,3 +307,39 @@ async def test_clients_in_other_languages_use_tls_and_mutual_tls(
             )
             assert code == 0, output
             assert "OK tls refused: UNAVAILABLE" in output, output
+
+
+NODE_AUTH = REPO / "tests/interop/node/auth.mjs"
+AUTH_CHECKS = [
+    "OK auth health needs no token",
+    "OK auth no token refused",
+    "OK auth unknown token refused",
+    "OK auth listing shows the token's tools",
+    "OK auth call allowed",
+    "OK auth forbidden tool refused",
+    "OK auth batch with a forbidden call refused",
+]
+
+
+@pytest.mark.parametrize("language", ["go", "node"])
+async def test_clients_in_other_languages_use_caller_tokens_with_scopes(
+    language: str, tmp_path: Path
+) -> None:
+    require(GO_BINARY if language == "go" else NODE_MODULES)
+    token = "interop-agent-token-0123456789"
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"token": token, "tools": ["echo", "kv_*"]}]}))
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    allowed = ",".join(["echo", "kv_delete", "kv_get", "kv_list", "kv_set"])
+    async with serve(worker=worker, internal=False, auth_tokens=tokens) as served:
+        if language == "go":
+            command = [str(GO_BINARY), "auth", "-target", served.target, "-token", token,
+                       "-tools", allowed, "-forbidden", "calculate"]  # fmt: skip
+        else:
+            command = ["node", str(NODE_AUTH), served.target, token, allowed, "calculate"]
+        code, output = await run(*command)
+        assert code == 0, output
+        for check in AUTH_CHECKS:
+            assert check in output, output
+        assert served.app.tools.in_flight == 0

@@ -7,6 +7,7 @@
 //	interop stream   -target HOST:PORT
 //	interop watch    -target HOST:PORT -registry unix:///path.sock -token TOKEN
 //	interop tls      -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
+//	interop auth     -target HOST:PORT -token TOKEN -tools a,b,c -forbidden TOOL
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -31,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -85,8 +86,21 @@ func main() {
 			os.Exit(2)
 		}
 		err = runTLS(*target, transport, *expect)
+	case "auth":
+		flags := flag.NewFlagSet("auth", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server, with --auth-tokens")
+		token := flags.String("token", "", "a caller token of the server's --auth-tokens file")
+		tools := flags.String("tools", "", "comma-separated names of every tool the token may call, echo among them")
+		forbidden := flags.String("forbidden", "", "a tool the token may not call")
+		_ = flags.Parse(os.Args[2:])
+		scope, usage := authScope(*token, *tools, *forbidden)
+		if usage != nil {
+			fmt.Fprintln(os.Stderr, "usage: interop auth:", usage)
+			os.Exit(2)
+		}
+		err = runAuth(*target, *token, scope, *forbidden)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch or tls", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls or auth", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
