@@ -178,7 +178,7 @@ async def test_sighup_rotates_the_certificates_of_a_server_process(
     )  # fmt: skip
     try:
         target = f"127.0.0.1:{await process.port()}"
-        assert "(internal: off, registry locked, TLS)" in "".join(process.lines)
+        assert "(internal: off, registry locked, TLS, any caller)" in "".join(process.lines)
         assert await echo_over(target, pki.client_tls()) == "over tls"
         shutil.copyfile(rotated.server.cert, files.cert)
         shutil.copyfile(rotated.server.key, files.key)
