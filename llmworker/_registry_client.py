@@ -48,6 +48,11 @@ class ToolRegistryClient(ChannelOwner):
             request_serializer=pb.RegisterToolRequest.SerializeToString,
             response_deserializer=pb.RegisterToolResponse.FromString,
         )
+        self._unregister = self._channel.unary_unary(
+            _SERVICE + "UnregisterTool",
+            request_serializer=pb.UnregisterToolRequest.SerializeToString,
+            response_deserializer=pb.UnregisterToolResponse.FromString,
+        )
         self._lock = self._channel.unary_unary(
             _SERVICE + "LockRegistry",
             request_serializer=pb.LockRegistryRequest.SerializeToString,
@@ -61,6 +66,20 @@ class ToolRegistryClient(ChannelOwner):
         )
         try:
             response = await self._register(request, metadata=self._metadata, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise error_from_rpc(error) from None
+        return response.fingerprint
+
+    async def unregister_tool(self, name: str, provider_target: str = "") -> str:
+        """Remove the contributed tool ``name`` (only if ``provider_target``, when given,
+        registered it); returns the new fingerprint. ``ToolServerError.ToolNotFound`` for
+        an unknown name, ``RemoteServiceError`` for a locked registry or a tool another
+        provider (or the server itself) serves."""
+        request = pb.UnregisterToolRequest(name=name, provider_target=provider_target)
+        try:
+            response = await self._unregister(
+                request, metadata=self._metadata, timeout=self._timeout
+            )
         except grpc.aio.AioRpcError as error:
             raise error_from_rpc(error) from None
         return response.fingerprint

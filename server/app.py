@@ -13,7 +13,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from llmworker import Mutable, ToolDefinition, ToolRegistryClient, Worker, tool_definitions
+from llmworker import Mutable, ToolDefinition, Worker, tool_definitions
 
 from .auth import CallerCheck
 from .call_log import CallLog
@@ -23,6 +23,8 @@ from .drain import DrainGate
 from .limits import CallLimits
 from .loading import load_definitions
 from .paused_batches import PausedBatches
+from .provider_mode import ProviderRegistration
+from .providers import ProviderMonitor
 from .reflection import enable_reflection
 from .registry import Registry, RegistryService
 from .service import ToolService
@@ -77,6 +79,10 @@ class ServerApp:
             self.registry, config.token, config.call_timeout, self._gate, config.outgoing_tls
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
+        self._registration: ProviderRegistration | None = None
+        self._providers = ProviderMonitor(
+            self.registry, self._registry_service, config.provider_lease
+        )
         self._health = health.aio.HealthServicer()
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
@@ -99,6 +105,7 @@ class ServerApp:
         await self._public.start()
         if self._internal:
             await self._internal.start()
+            self._providers.start()
         self._schedule_lock()
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
@@ -135,6 +142,8 @@ class ServerApp:
         grace = self.config.grace_seconds if grace is None else grace
         if self._lock_timer:
             self._lock_timer.cancel()
+        if self._registration is not None:
+            await self._registration.stop()  # the other server stops sending calls here
         await self._health.enter_graceful_shutdown()
         self.tools.watch.close()  # watchers reconnect elsewhere at once
         if drain_delay > 0:
@@ -151,6 +160,7 @@ class ServerApp:
             await asyncio.wait_for(self.tools.wait_idle(), grace)
         await asyncio.gather(*(server.stop(0) for server in servers))
         await asyncio.gather(*stopping)
+        await self._providers.stop()
         await self._registry_service.close()
         if self._call_log is not None:
             self._call_log.close()
@@ -230,12 +240,16 @@ class ServerApp:
             self._lock_timer = loop.call_later(self.config.registration_window, self.registry.lock)
 
     async def _register_with(self, target: str) -> None:
-        provider = self.config.advertise or f"{self.config.host}:{self.port}"
-        tls = self.config.outgoing_tls
-        async with ToolRegistryClient(target, self.config.token, tls=tls) as registry:
-            for meta in self.registry.handle.tool_definitions_sorted():
-                await registry.register_tool(meta, provider)
-        _log.info("registered %d tools with %s as %s", len(self.registry.handle), target, provider)
+        config = self.config
+        self._registration = ProviderRegistration(
+            target,
+            config.advertise or f"{config.host}:{self.port}",
+            self.registry.handle.tool_definitions_sorted(),
+            config.token,
+            config.outgoing_tls,
+            renew_every=config.provider_lease / 2,
+        )
+        await self._registration.start()
 
 
 def _milliseconds(seconds: float) -> int:

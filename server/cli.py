@@ -86,6 +86,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         max_connection_age_grace=args.max_connection_age_grace,
         grace_seconds=args.grace_seconds,
         log_level=args.log_level,
+        provider_lease=args.provider_lease,
         register_with=args.register_with,
         advertise=args.advertise,
         workers=args.workers,

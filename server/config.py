@@ -53,6 +53,8 @@ class ServerConfig:
     max_connection_age_grace: float = 30.0
     grace_seconds: float = 10.0
     log_level: str = "INFO"
+    provider_lease: float = 8.0
+    """Seconds a provider may fail every check before its tools are removed."""
     register_with: str | None = None
     advertise: str | None = None
     workers: int = 1
@@ -97,6 +99,7 @@ class ServerConfig:
             (f"--tool-timeout {name}", value) for name, value in self.tool_timeouts.items()
         ]
         timeouts.append(("--pause-ttl", self.pause_ttl))
+        timeouts.append(("--provider-lease", self.provider_lease))
         for flag, seconds in timeouts:
             if not 0 < seconds < float("inf"):  # also refuses NaN
                 raise ValueError(f"{flag} must be a positive number of seconds")

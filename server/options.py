@@ -201,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="lock the registry this long after start",
     )
     registry.add_argument(
+        "--provider-lease",
+        type=float,
+        default=8.0,
+        metavar="SECONDS",
+        help="a provider is checked every SECONDS / 4 (gRPC health, else GetTool); one that "
+        "fails every check this long has its tools removed from a mutable registry "
+        "(default %(default)s)",
+    )
+    registry.add_argument(
         "--register-with",
         metavar="TARGET",
         help="act as a provider: register this server's tools with the "

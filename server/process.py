@@ -81,7 +81,11 @@ async def _serve(app: ServerApp, loop: asyncio.AbstractEventLoop) -> int:
     previous = {signum: signal.signal(signum, on_signal) for signum in _SIGNALS}
     previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
-        await app.start()
+        try:
+            await app.start()
+        except BaseException:
+            await app.stop(grace=0)  # listeners already up close cleanly, without noise
+            raise
         await stopping.wait()
         _log.info(
             "signal received: finishing calls in flight (grace %.1f s, drain delay %.1f s)",

@@ -3,6 +3,7 @@ service that adds tools implemented by other processes."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import Callable
@@ -40,6 +41,7 @@ _log = logging.getLogger("llmworker.server.registry")
 _SERVICE: Final = "llmworker.v1.ToolRegistry"
 _LISTING_OVERHEAD: Final = 2 + 64 + 2  # the fingerprint and unchanged fields
 
+_CHANNEL_LINGER_SECONDS: Final = 30.0  # a gone provider's channel, for calls still on it
 MAX_DESCRIPTION_CHARS: Final = 16 * 1024
 """The longest description RegisterTool takes."""
 MAX_SCHEMA_BYTES: Final = 128 * 1024
@@ -82,6 +84,7 @@ class Registry:
             listing_bytes(meta) for meta in self.handle.tool_definitions_sorted()
         )
         self._on_change: list[Callable[[], None]] = []
+        self._provider_of: dict[str, str] = {}  # contributed tool -> its provider's target
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after every change of the tool set."""
@@ -110,15 +113,50 @@ class Registry:
         self._listing_bytes += size
         self._changed()
 
-    def register_remote(self, meta: ToolMeta, make_tool: Callable[[], Tool]) -> None:
-        """Register one tool whose meta is known, checking the limit before anything is made
-        (``make_tool`` runs only for an accepted registration)."""
+    def register_remote(self, meta: ToolMeta, make_tool: Callable[[], Tool], provider: str) -> bool:
+        """Register one tool of ``provider`` whose meta is known, checking the limit before
+        anything is made (``make_tool`` runs only for an accepted registration). The same
+        name from the same provider replaces the tool (calls in flight finish on the old
+        one); an identical definition changes nothing. False when nothing changed."""
         mutable = self._writable()
-        size = listing_bytes(meta)
+        current = self.handle.get_tool(meta.name)
+        previous = None if current is None else current[0]
+        if previous is not None and self._provider_of.get(meta.name) != provider:
+            raise ToolRegistryError.DuplicateName(meta.name)
+        if previous == meta:
+            return False  # a renewal
+        size = listing_bytes(meta) - (0 if previous is None else listing_bytes(previous))
         if self._listing_bytes + size > self._max_listing_bytes:
             raise RegistryFullError(self._full(size, 1))
-        mutable.register_tools([ToolFactory(meta, make_tool)])
+        if previous is None:
+            mutable.register_tools([ToolFactory(meta, make_tool)])
+        else:
+            mutable.replace_tool(ToolFactory(meta, make_tool))
+        self._provider_of[meta.name] = provider
         self._listing_bytes += size
+        self._changed()
+        return True
+
+    def provider_of(self, name: str) -> str | None:
+        """The target of the provider that contributed ``name``; None for a local tool."""
+        return self._provider_of.get(name)
+
+    def providers(self) -> dict[str, list[str]]:
+        """Each provider's target and the names of the tools it contributed."""
+        found: dict[str, list[str]] = {}
+        for name, provider in self._provider_of.items():
+            found.setdefault(provider, []).append(name)
+        return found
+
+    def unregister(self, name: str) -> None:
+        """Remove the contributed tool ``name`` (calls in flight finish);
+        ``RegistryLockedError`` once locked, ``KeyError`` for a name no provider gave."""
+        mutable = self._writable()
+        if name not in self._provider_of:
+            raise KeyError(name)
+        meta = mutable.unregister_tool(name)
+        del self._provider_of[name]
+        self._listing_bytes -= listing_bytes(meta)
         self._changed()
 
     def _writable(self) -> Worker[Mutable]:
@@ -162,6 +200,7 @@ class RegistryService:
         self._gate = gate
         self._provider_tls = provider_tls
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     def add_to(self, server: grpc.aio.Server) -> None:
         add_service(
@@ -177,6 +216,11 @@ class RegistryService:
                     guarded(self.lock_registry, "LockRegistry", self._gate),
                     pb.LockRegistryRequest.FromString,
                     pb.LockRegistryResponse.SerializeToString,
+                ),
+                "UnregisterTool": unary(
+                    guarded(self.unregister_tool, "UnregisterTool", self._gate),
+                    pb.UnregisterToolRequest.FromString,
+                    pb.UnregisterToolResponse.SerializeToString,
                 ),
             },
         )
@@ -222,8 +266,9 @@ class RegistryService:
                     tool=meta.name,
                 ),
             )
+        arrived = target not in self._registry.providers()
         try:
-            self._registry.register_remote(
+            changed = self._registry.register_remote(
                 meta,
                 lambda: RemoteTool(
                     self._channel(target),
@@ -231,6 +276,7 @@ class RegistryService:
                     self._provider_timeout,
                     approved_upstream=meta.requires_approval,  # this server asks the person
                 ),
+                target,
             )
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
@@ -238,8 +284,59 @@ class RegistryService:
             await abort(context, ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=meta.name))
         except RegistryFullError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
-        _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
+        if arrived:
+            _log.info("provider arrived: %s", printable(target, 200))
+        if changed:
+            _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
         return pb.RegisterToolResponse(fingerprint=self._registry.handle.definitions_fingerprint())
+
+    async def unregister_tool(
+        self, request: pb.UnregisterToolRequest | MalformedRequest, context: Context
+    ) -> pb.UnregisterToolResponse:
+        await self._authorise(context)
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        name, target = request.name, request.provider_target
+        shown = shorten(name)
+        provider = self._registry.provider_of(name)
+        if provider is None or (target and target != provider):
+            if self._registry.handle.get_tool(name) is None:
+                status = ErrorStatus.of(
+                    Reason.TOOL_NOT_FOUND,
+                    f"no tool '{shown}' is registered; nothing to unregister",
+                    tool=shown,
+                )
+            else:
+                whose = "this server itself" if provider is None else "another provider"
+                status = ErrorStatus.of(
+                    Reason.INVALID_REQUEST,
+                    f"tool '{shown}' is served by {whose}, not by the provider_target given; "
+                    "only the provider that registered a tool may unregister it",
+                    tool=shown,
+                )
+            await abort(context, status)
+        try:
+            self._registry.unregister(name)
+        except RegistryLockedError as error:
+            await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=shown))
+        _log.info("unregistered tool=%s provider=%s", shown, printable(provider, 200))
+        self.forget_if_gone(provider)
+        return pb.UnregisterToolResponse(
+            fingerprint=self._registry.handle.definitions_fingerprint()
+        )
+
+    def forget_if_gone(self, provider: str) -> None:
+        """Once ``provider`` has no tools left, log it and close its channel after the
+        calls still on it had time to finish."""
+        if provider in self._registry.providers():
+            return
+        _log.info("provider left: %s", printable(provider, 200))
+        channel = self._channels.pop(provider, None)
+        if channel is not None:
+            linger = self._provider_timeout or _CHANNEL_LINGER_SECONDS
+            task = asyncio.get_running_loop().create_task(_close_later(channel, linger))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def lock_registry(
         self, request: pb.LockRegistryRequest | MalformedRequest, context: Context
@@ -254,10 +351,23 @@ class RegistryService:
             channel = self._channels[target] = aio_channel(target, self._provider_tls)
         return channel
 
+    def channel_of(self, provider: str) -> grpc.aio.Channel:
+        """The channel calls to ``provider`` go through."""
+        return self._channel(provider)
+
     async def close(self) -> None:
         """Close the channels to providers."""
+        for task in list(self._closing):
+            task.cancel()
         for channel in self._channels.values():
             await channel.close()
+
+
+async def _close_later(channel: grpc.aio.Channel, seconds: float) -> None:
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        await channel.close()
 
 
 def _definition_problem(request: pb.RegisterToolRequest) -> str | None:

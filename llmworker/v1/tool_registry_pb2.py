@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from llmworker.v1 import tool_pb2 as llmworker_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n llmworker/v1/tool_registry.proto\x12\x0cllmworker.v1\x1a\x17llmworker/v1/tool.proto\"`\n\x13RegisterToolRequest\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"+\n\x14RegisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\"\x15\n\x13LockRegistryRequest\"+\n\x14LockRegistryResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t2\xbc\x01\n\x0cToolRegistry\x12U\n\x0cRegisterTool\x12!.llmworker.v1.RegisterToolRequest\x1a\".llmworker.v1.RegisterToolResponse\x12U\n\x0cLockRegistry\x12!.llmworker.v1.LockRegistryRequest\x1a\".llmworker.v1.LockRegistryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n llmworker/v1/tool_registry.proto\x12\x0cllmworker.v1\x1a\x17llmworker/v1/tool.proto\"`\n\x13RegisterToolRequest\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"+\n\x14RegisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\"\x15\n\x13LockRegistryRequest\"+\n\x14LockRegistryResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\">\n\x15UnregisterToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"-\n\x16UnregisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t2\x99\x02\n\x0cToolRegistry\x12U\n\x0cRegisterTool\x12!.llmworker.v1.RegisterToolRequest\x1a\".llmworker.v1.RegisterToolResponse\x12U\n\x0cLockRegistry\x12!.llmworker.v1.LockRegistryRequest\x1a\".llmworker.v1.LockRegistryResponse\x12[\n\x0eUnregisterTool\x12#.llmworker.v1.UnregisterToolRequest\x1a$.llmworker.v1.UnregisterToolResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,6 +40,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LOCKREGISTRYREQUEST']._serialized_end=239
   _globals['_LOCKREGISTRYRESPONSE']._serialized_start=241
   _globals['_LOCKREGISTRYRESPONSE']._serialized_end=284
-  _globals['_TOOLREGISTRY']._serialized_start=287
-  _globals['_TOOLREGISTRY']._serialized_end=475
+  _globals['_UNREGISTERTOOLREQUEST']._serialized_start=286
+  _globals['_UNREGISTERTOOLREQUEST']._serialized_end=348
+  _globals['_UNREGISTERTOOLRESPONSE']._serialized_start=350
+  _globals['_UNREGISTERTOOLRESPONSE']._serialized_end=395
+  _globals['_TOOLREGISTRY']._serialized_start=398
+  _globals['_TOOLREGISTRY']._serialized_end=679
 # @@protoc_insertion_point(module_scope)

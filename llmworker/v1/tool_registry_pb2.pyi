@@ -104,3 +104,49 @@ class LockRegistryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LockRegistryResponse: _TypeAlias = LockRegistryResponse  # noqa: Y015
+
+@_typing.final
+class UnregisterToolRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PROVIDER_TARGET_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The name of a tool registered with RegisterTool."""
+    provider_target: _builtins.str
+    """The provider_target it was registered with: when set, the tool is removed only if that
+    provider contributed it (so a restarted provider cannot remove its successor's tool).
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        provider_target: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "provider_target", b"provider_target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnregisterToolRequest: _TypeAlias = UnregisterToolRequest  # noqa: Y015
+
+@_typing.final
+class UnregisterToolResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FINGERPRINT_FIELD_NUMBER: _builtins.int
+    fingerprint: _builtins.str
+    """The fingerprint of the definitions after the removal."""
+    def __init__(
+        self,
+        *,
+        fingerprint: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fingerprint", b"fingerprint"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnregisterToolResponse: _TypeAlias = UnregisterToolResponse  # noqa: Y015

@@ -41,6 +41,14 @@ class ToolRegistryStub:
     description, a target gRPC cannot use
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
+    TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
+
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
+    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    that fails every check for --provider-lease seconds (8 by default) has its tools removed
+    from a mutable registry, as UnregisterTool would. RegisterTool again from the same
+    provider_target replaces the tool (calls in flight finish on the old binding); a renewal
+    with an identical definition changes nothing.
     """
 
     def __init__(self, channel):
@@ -58,6 +66,11 @@ class ToolRegistryStub:
                 '/llmworker.v1.ToolRegistry/LockRegistry',
                 request_serializer=llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryResponse.FromString,
+                _registered_method=True)
+        self.UnregisterTool = channel.unary_unary(
+                '/llmworker.v1.ToolRegistry/UnregisterTool',
+                request_serializer=llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolResponse.FromString,
                 _registered_method=True)
 
 
@@ -77,6 +90,14 @@ class ToolRegistryServicer:
     description, a target gRPC cannot use
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
+    TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
+
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
+    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    that fails every check for --provider-lease seconds (8 by default) has its tools removed
+    from a mutable registry, as UnregisterTool would. RegisterTool again from the same
+    provider_target replaces the tool (calls in flight finish on the old binding); a renewal
+    with an identical definition changes nothing.
     """
 
     def RegisterTool(self, request, context):
@@ -88,6 +109,16 @@ class ToolRegistryServicer:
 
     def LockRegistry(self, request, context):
         """Lock the registry: no further registration, as Worker.lock().
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterTool(self, request, context):
+        """Remove a contributed tool on purpose (a provider leaving, or a tool withdrawn). Only on
+        a registry that is not locked (else FAILED_PRECONDITION / REGISTRY_LOCKED); calls in
+        flight finish. An unknown name is NOT_FOUND / TOOL_NOT_FOUND; a tool this server
+        implements itself, or one another provider contributed, is INVALID_REQUEST.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -105,6 +136,11 @@ def add_ToolRegistryServicer_to_server(servicer, server):
                     servicer.LockRegistry,
                     request_deserializer=llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryResponse.SerializeToString,
+            ),
+            'UnregisterTool': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterTool,
+                    request_deserializer=llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -130,6 +166,14 @@ class ToolRegistry:
     description, a target gRPC cannot use
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
+    TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
+
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
+    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    that fails every check for --provider-lease seconds (8 by default) has its tools removed
+    from a mutable registry, as UnregisterTool would. RegisterTool again from the same
+    provider_target replaces the tool (calls in flight finish on the old binding); a renewal
+    with an identical definition changes nothing.
     """
 
     @staticmethod
@@ -176,6 +220,33 @@ class ToolRegistry:
             '/llmworker.v1.ToolRegistry/LockRegistry',
             llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__registry__pb2.LockRegistryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterTool(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolRegistry/UnregisterTool',
+            llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__registry__pb2.UnregisterToolResponse.FromString,
             options,
             channel_credentials,
             insecure,

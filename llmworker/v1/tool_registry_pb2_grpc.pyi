@@ -28,6 +28,14 @@ class ToolRegistryStub:
                                                   description, a target gRPC cannot use
       REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
                                                   outgrow the server's --max-message-bytes
+      TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
+
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
+    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    that fails every check for --provider-lease seconds (8 by default) has its tools removed
+    from a mutable registry, as UnregisterTool would. RegisterTool again from the same
+    provider_target replaces the tool (calls in flight finish on the old binding); a renewal
+    with an identical definition changes nothing.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -35,6 +43,12 @@ class ToolRegistryStub:
     """Register a tool implemented by another process (the provider)."""
     LockRegistry: _aio.UnaryUnaryMultiCallable[_tool_registry_pb2.LockRegistryRequest, _tool_registry_pb2.LockRegistryResponse]
     """Lock the registry: no further registration, as Worker.lock()."""
+    UnregisterTool: _aio.UnaryUnaryMultiCallable[_tool_registry_pb2.UnregisterToolRequest, _tool_registry_pb2.UnregisterToolResponse]
+    """Remove a contributed tool on purpose (a provider leaving, or a tool withdrawn). Only on
+    a registry that is not locked (else FAILED_PRECONDITION / REGISTRY_LOCKED); calls in
+    flight finish. An unknown name is NOT_FOUND / TOOL_NOT_FOUND; a tool this server
+    implements itself, or one another provider contributed, is INVALID_REQUEST.
+    """
 
 class ToolRegistryServicer(metaclass=_abc_1.ABCMeta):
     """The internal registry service: served only on the server's internal listener (a Unix
@@ -52,6 +66,14 @@ class ToolRegistryServicer(metaclass=_abc_1.ABCMeta):
                                                   description, a target gRPC cannot use
       REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
                                                   outgrow the server's --max-message-bytes
+      TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
+
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
+    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    that fails every check for --provider-lease seconds (8 by default) has its tools removed
+    from a mutable registry, as UnregisterTool would. RegisterTool again from the same
+    provider_target replaces the tool (calls in flight finish on the old binding); a renewal
+    with an identical definition changes nothing.
     """
 
     @_abc_1.abstractmethod
@@ -69,5 +91,17 @@ class ToolRegistryServicer(metaclass=_abc_1.ABCMeta):
         context: _aio.ServicerContext[_tool_registry_pb2.LockRegistryRequest, _abc.Awaitable[_tool_registry_pb2.LockRegistryResponse]],
     ) -> _abc.Awaitable[_tool_registry_pb2.LockRegistryResponse]:
         """Lock the registry: no further registration, as Worker.lock()."""
+
+    @_abc_1.abstractmethod
+    def UnregisterTool(
+        self,
+        request: _tool_registry_pb2.UnregisterToolRequest,
+        context: _aio.ServicerContext[_tool_registry_pb2.UnregisterToolRequest, _abc.Awaitable[_tool_registry_pb2.UnregisterToolResponse]],
+    ) -> _abc.Awaitable[_tool_registry_pb2.UnregisterToolResponse]:
+        """Remove a contributed tool on purpose (a provider leaving, or a tool withdrawn). Only on
+        a registry that is not locked (else FAILED_PRECONDITION / REGISTRY_LOCKED); calls in
+        flight finish. An unknown name is NOT_FOUND / TOOL_NOT_FOUND; a tool this server
+        implements itself, or one another provider contributed, is INVALID_REQUEST.
+        """
 
 def add_ToolRegistryServicer_to_server(servicer: ToolRegistryServicer, server: _aio.Server) -> None: ...

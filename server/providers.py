@@ -1,0 +1,121 @@
+"""Providers that come and go: every provider with tools is checked on an interval, and one
+that fails every check for its lease has its tools removed from a mutable registry.
+
+A check asks the provider's ``grpc.health.v1.Health`` (service ``""``); a provider without
+health checking (UNIMPLEMENTED) is asked ``ToolService.GetTool`` for one of its tools
+instead. On a locked registry the tool set is fixed: a gone provider's tools stay listed and
+answer PROVIDER_UNAVAILABLE until it comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Final
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health_pb2
+
+from llmworker._text import printable
+from llmworker.v1 import tool_service_pb2 as tool_pb
+
+from .registry import Registry, RegistryService
+
+__all__ = ["ProviderMonitor"]
+
+_log = logging.getLogger("llmworker.server.providers")
+_HEALTH_CHECK: Final = "/grpc.health.v1.Health/Check"
+_GET_TOOL: Final = "/llmworker.v1.ToolService/GetTool"
+
+
+class ProviderMonitor:
+    """Checks each provider every ``lease / 4`` seconds and removes the tools of one that
+    has not passed a check for ``lease`` seconds."""
+
+    def __init__(self, registry: Registry, service: RegistryService, lease: float) -> None:
+        self._registry = registry
+        self._service = service
+        self._lease = lease
+        self._interval = lease / 4
+        self._passed: dict[str, float] = {}  # provider -> when it last passed a check
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            providers = self._registry.providers()
+            for gone in set(self._passed) - set(providers):
+                del self._passed[gone]  # unregistered meanwhile
+            results = await asyncio.gather(
+                *(self._check(provider, names[0]) for provider, names in providers.items())
+            )
+            now = time.monotonic()
+            for provider, passed in zip(providers, results, strict=True):
+                if passed:
+                    if self._passed.get(provider) == 0.0:
+                        _log.info("provider %s answers again", printable(provider, 200))
+                    self._passed[provider] = now
+                elif now - self._passed.setdefault(provider, now) >= self._lease:
+                    self._expire(provider)
+
+    async def _check(self, provider: str, tool: str) -> bool:
+        channel = self._service.channel_of(provider)
+        timeout = self._interval
+        try:
+            check = channel.unary_unary(
+                _HEALTH_CHECK,
+                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                response_deserializer=health_pb2.HealthCheckResponse.FromString,
+            )
+            reply = await check(health_pb2.HealthCheckRequest(), timeout=timeout)
+            return reply.status == health_pb2.HealthCheckResponse.SERVING
+        except grpc.aio.AioRpcError as error:
+            if error.code() is not grpc.StatusCode.UNIMPLEMENTED:
+                return False
+        try:
+            get_tool = channel.unary_unary(
+                _GET_TOOL,
+                request_serializer=tool_pb.GetToolRequest.SerializeToString,
+                response_deserializer=tool_pb.GetToolResponse.FromString,
+            )
+            await get_tool(tool_pb.GetToolRequest(name=tool), timeout=timeout)
+        except grpc.aio.AioRpcError:
+            return False
+        return True
+
+    def _expire(self, provider: str) -> None:
+        names = self._registry.providers().get(provider, [])
+        shown = printable(provider, 200)
+        if self._registry.is_locked:
+            if self._passed.get(provider, 0.0) > 0.0:
+                _log.warning(
+                    "provider %s failed its checks for %.3g s; the registry is locked, so its "
+                    "tools stay listed and answer PROVIDER_UNAVAILABLE until it is back",
+                    shown,
+                    self._lease,
+                )
+                self._passed[provider] = 0.0  # warned: once per outage
+            return
+        for name in names:
+            with contextlib.suppress(KeyError):
+                self._registry.unregister(name)
+        _log.warning(
+            "provider %s failed its checks for %.3g s: removed its tools %s",
+            shown,
+            self._lease,
+            ", ".join(names),
+        )
+        self._passed.pop(provider, None)
+        self._service.forget_if_gone(provider)
