@@ -241,7 +241,7 @@ class ServerApp:
 
     async def _register_with(self, target: str) -> None:
         config = self.config
-        self._registration = ProviderRegistration(
+        registration = ProviderRegistration(
             target,
             config.advertise or f"{config.host}:{self.port}",
             self.registry.handle.tool_definitions_sorted(),
@@ -249,7 +249,8 @@ class ServerApp:
             config.outgoing_tls,
             renew_every=config.provider_lease / 2,
         )
-        await self._registration.start()
+        await registration.start()
+        self._registration = registration
 
 
 def _milliseconds(seconds: float) -> int:

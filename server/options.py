@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=8.0,
         metavar="SECONDS",
-        help="a provider is checked every SECONDS / 4 (gRPC health, else GetTool); one that "
+        help="a provider is checked every SECONDS / 4 (gRPC health); one that "
         "fails every check this long has its tools removed from a mutable registry "
         "(default %(default)s)",
     )

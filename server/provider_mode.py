@@ -18,7 +18,14 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from llmworker import ClientTls, RemoteServiceError, ToolMeta, ToolRegistryClient, ToolRegistryError
+from llmworker import (
+    ClientTls,
+    RemoteServiceError,
+    ToolMeta,
+    ToolRegistryClient,
+    ToolRegistryError,
+    ToolServerError,
+)
 from llmworker._status import Reason
 from llmworker._text import printable
 
@@ -57,7 +64,12 @@ class ProviderRegistration:
 
     async def start(self) -> None:
         """Register once (``RegistrationRefused`` if refused for good), then keep renewing."""
-        if await self._register():
+        try:
+            registered = await self._register()
+        except RegistrationRefused:
+            await self._client.close()
+            raise
+        if registered:
             _log.info(
                 "registered %d tools with %s as %s",
                 len(self._tools),
@@ -75,7 +87,7 @@ class ProviderRegistration:
         try:
             async with asyncio.timeout(_UNREGISTER_SECONDS):
                 for meta in self._tools:
-                    with contextlib.suppress(ToolRegistryError, RemoteServiceError):
+                    with contextlib.suppress(ToolServerError, ToolRegistryError):
                         await self._client.unregister_tool(meta.name, self._provider)
             _log.info("unregistered %d tools from %s", len(self._tools), self._target)
         except TimeoutError:

@@ -1,10 +1,11 @@
 """Providers that come and go: every provider with tools is checked on an interval, and one
 that fails every check for its lease has its tools removed from a mutable registry.
 
-A check asks the provider's ``grpc.health.v1.Health`` (service ``""``); a provider without
-health checking (UNIMPLEMENTED) is asked ``ToolService.GetTool`` for one of its tools
-instead. On a locked registry the tool set is fixed: a gone provider's tools stay listed and
-answer PROVIDER_UNAVAILABLE until it comes back.
+A check asks the provider's ``grpc.health.v1.Health`` (service ``""``): SERVING passes, and
+so does UNIMPLEMENTED (a provider without health checking answered all the same);
+NOT_SERVING, no answer within the interval or no connection fail. On a locked registry the
+tool set is fixed: a gone provider's tools stay listed and answer PROVIDER_UNAVAILABLE until
+it comes back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import grpc.aio
 from grpc_health.v1 import health_pb2
 
 from llmworker._text import printable
-from llmworker.v1 import tool_service_pb2 as tool_pb
 
 from .registry import Registry, RegistryService
 
@@ -28,7 +28,6 @@ __all__ = ["ProviderMonitor"]
 
 _log = logging.getLogger("llmworker.server.providers")
 _HEALTH_CHECK: Final = "/grpc.health.v1.Health/Check"
-_GET_TOOL: Final = "/llmworker.v1.ToolService/GetTool"
 
 
 class ProviderMonitor:
@@ -58,9 +57,7 @@ class ProviderMonitor:
             providers = self._registry.providers()
             for gone in set(self._passed) - set(providers):
                 del self._passed[gone]  # unregistered meanwhile
-            results = await asyncio.gather(
-                *(self._check(provider, names[0]) for provider, names in providers.items())
-            )
+            results = await asyncio.gather(*(self._check(provider) for provider in providers))
             now = time.monotonic()
             for provider, passed in zip(providers, results, strict=True):
                 if passed:
@@ -70,30 +67,19 @@ class ProviderMonitor:
                 elif now - self._passed.setdefault(provider, now) >= self._lease:
                     self._expire(provider)
 
-    async def _check(self, provider: str, tool: str) -> bool:
-        channel = self._service.channel_of(provider)
-        timeout = self._interval
+    async def _check(self, provider: str) -> bool:
+        """Whether ``provider`` is alive: its health check answers SERVING, or UNIMPLEMENTED
+        (a server without health checking answered all the same)."""
+        check = self._service.channel_of(provider).unary_unary(
+            _HEALTH_CHECK,
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
         try:
-            check = channel.unary_unary(
-                _HEALTH_CHECK,
-                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
-                response_deserializer=health_pb2.HealthCheckResponse.FromString,
-            )
-            reply = await check(health_pb2.HealthCheckRequest(), timeout=timeout)
-            return reply.status == health_pb2.HealthCheckResponse.SERVING
+            reply = await check(health_pb2.HealthCheckRequest(), timeout=self._interval)
         except grpc.aio.AioRpcError as error:
-            if error.code() is not grpc.StatusCode.UNIMPLEMENTED:
-                return False
-        try:
-            get_tool = channel.unary_unary(
-                _GET_TOOL,
-                request_serializer=tool_pb.GetToolRequest.SerializeToString,
-                response_deserializer=tool_pb.GetToolResponse.FromString,
-            )
-            await get_tool(tool_pb.GetToolRequest(name=tool), timeout=timeout)
-        except grpc.aio.AioRpcError:
-            return False
-        return True
+            return error.code() is grpc.StatusCode.UNIMPLEMENTED
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
 
     def _expire(self, provider: str) -> None:
         names = self._registry.providers().get(provider, [])

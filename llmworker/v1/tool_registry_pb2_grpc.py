@@ -43,8 +43,9 @@ class ToolRegistryStub:
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
 
-    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
-    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health every
+    --provider-lease / 4 seconds (SERVING passes, and so does UNIMPLEMENTED from a provider
+    without health checking: it answered), and a provider
     that fails every check for --provider-lease seconds (8 by default) has its tools removed
     from a mutable registry, as UnregisterTool would. RegisterTool again from the same
     provider_target replaces the tool (calls in flight finish on the old binding); a renewal
@@ -92,8 +93,9 @@ class ToolRegistryServicer:
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
 
-    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
-    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health every
+    --provider-lease / 4 seconds (SERVING passes, and so does UNIMPLEMENTED from a provider
+    without health checking: it answered), and a provider
     that fails every check for --provider-lease seconds (8 by default) has its tools removed
     from a mutable registry, as UnregisterTool would. RegisterTool again from the same
     provider_target replaces the tool (calls in flight finish on the old binding); a renewal
@@ -168,8 +170,9 @@ class ToolRegistry:
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
 
-    A provider is watched while it has tools: the server asks its grpc.health.v1 Health (or,
-    without one, its ToolService.GetTool) every --provider-lease / 4 seconds, and a provider
+    A provider is watched while it has tools: the server asks its grpc.health.v1 Health every
+    --provider-lease / 4 seconds (SERVING passes, and so does UNIMPLEMENTED from a provider
+    without health checking: it answered), and a provider
     that fails every check for --provider-lease seconds (8 by default) has its tools removed
     from a mutable registry, as UnregisterTool would. RegisterTool again from the same
     provider_target replaces the tool (calls in flight finish on the old binding); a renewal

@@ -1,0 +1,262 @@
+"""Providers that come and go: UnregisterTool, re-registration, providers killed and
+restarted as real processes (Python and Go), a locked registry, and provider mode's renewal,
+retries and clean refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+
+from llmworker import (
+    RemoteServiceError,
+    ToolMeta,
+    ToolRegistryClient,
+    ToolServerError,
+    Worker,
+)
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from server.app import ServerApp
+from server.config import ServerConfig
+
+from .grpc_support import REPO, ServerProcess, failure_of, serve
+
+TOKEN = "providers-test-token"
+GO_BINARY = REPO / "tests/interop/go/bin/interop"
+LEASE = 1.0  # seconds: checks every 0.25 s, so a gone provider is removed within ~1.25 s
+
+
+@contextlib.asynccontextmanager
+async def front(tmp_path: Path, **settings: object) -> AsyncGenerator[ServerApp, None]:
+    """A server with no tools of its own, an open registry on a socket, a short lease."""
+    config = ServerConfig(
+        port=0,
+        log_level="WARNING",
+        internal_socket=tmp_path / "internal.sock",
+        token=TOKEN,
+        provider_lease=LEASE,
+    )
+    for key, value in settings.items():
+        setattr(config, key, value)
+    app = ServerApp(config, Worker())
+    await app.start()
+    try:
+        yield app
+    finally:
+        await app.stop(grace=0)
+
+
+async def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the condition did not hold in time")
+
+
+def provider_process(internal: str, *extra: str) -> ServerProcess:
+    return ServerProcess(
+        ["--tools", "tests.provider_tools:ProviderTools", "--port", "0", "--no-internal",
+         "--register-with", internal, "--provider-lease", str(LEASE), *extra],
+        env={"LLMWORKER_TOKEN": TOKEN},
+    )  # fmt: skip
+
+
+async def call(target: str, name: str, input_json: str) -> str:
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        reply = await stub.CallTool(pb.CallToolRequest(name=name, input_json=input_json))
+        return reply.output
+
+
+async def test_unregister_removes_a_contributed_tool_and_refuses_the_others(
+    tmp_path: Path,
+) -> None:
+    async with front(tmp_path) as app, serve(internal=False) as provider:
+        internal = app.internal_target
+        assert internal is not None
+        echo = provider.app.registry.handle.get_tool("echo")
+        assert echo is not None
+        app.registry.register(
+            [lambda: (ToolMeta("local_only"), echo[1])]  # a tool of the front itself
+        )
+        async with ToolRegistryClient(internal, TOKEN) as registry:
+            await registry.register_tool(echo[0], provider.target)
+            assert "echo" in app.registry.handle
+            with pytest.raises(RemoteServiceError) as caught:
+                await registry.unregister_tool("echo", "127.0.0.1:1")  # not its provider
+            assert caught.value.reason == "INVALID_REQUEST"
+            with pytest.raises(RemoteServiceError) as caught:
+                await registry.unregister_tool("local_only")
+            assert caught.value.reason == "INVALID_REQUEST"
+            assert "served by this server itself" in caught.value.message
+            with pytest.raises(ToolServerError.ToolNotFound):
+                await registry.unregister_tool("ghost")
+
+            fingerprint = await registry.unregister_tool("echo", provider.target)
+            assert "echo" not in app.registry.handle
+            assert fingerprint == app.registry.handle.definitions_fingerprint()
+            await registry.register_tool(echo[0], provider.target)  # it may come back
+            await registry.lock()
+            with pytest.raises(RemoteServiceError) as caught:
+                await registry.unregister_tool("echo")
+            assert caught.value.reason == "REGISTRY_LOCKED"
+            assert "echo" in app.registry.handle
+
+
+async def test_a_re_registration_replaces_and_a_renewal_changes_nothing(tmp_path: Path) -> None:
+    async with front(tmp_path) as app, serve(internal=False) as provider:
+        internal = app.internal_target
+        assert internal is not None
+        echo = provider.app.registry.handle.get_tool("echo")
+        assert echo is not None
+        changes: list[str] = []
+        app.registry.on_change(lambda: changes.append("changed"))
+        async with ToolRegistryClient(internal, TOKEN) as registry:
+            first = await registry.register_tool(echo[0], provider.target)
+            assert await registry.register_tool(echo[0], provider.target) == first
+            assert changes == ["changed"], "an identical renewal is no change"
+            edited = echo[0].with_description("Echo, edited")
+            assert await registry.register_tool(edited, provider.target) != first
+            found = app.registry.handle.get_tool("echo")
+            assert found is not None
+            assert found[0].description == "Echo, edited"
+            with pytest.raises(Exception, match="'echo'"):
+                await registry.register_tool(echo[0], "127.0.0.1:1")  # another provider
+
+
+async def test_a_killed_provider_leaves_and_watchers_see_it(tmp_path: Path) -> None:
+    async with front(tmp_path) as app:
+        internal = app.internal_target
+        assert internal is not None
+        process = provider_process(internal)
+        try:
+            await process.port()
+            await eventually(lambda: "shout" in app.registry.handle)
+            target = f"127.0.0.1:{app.port}"
+            assert await call(target, "shout", '{"text": "hi"}') == "HI!"
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+                watch = stub.WatchDefinitions(pb.WatchDefinitionsRequest())
+                first = await watch.read()
+                assert isinstance(first, pb.ListDefinitionsSortedResponse)
+                assert "shout" in [d.name for d in first.definitions]
+                process.process.kill()  # SIGKILL: no goodbye
+                after = await asyncio.wait_for(watch.read(), timeout=10)
+                assert isinstance(after, pb.ListDefinitionsSortedResponse)
+                assert [d.name for d in after.definitions] == []
+                watch.cancel()
+        finally:
+            process.process.kill()
+            process.stop()
+
+
+async def test_a_restarted_provider_registers_again_once_its_old_run_is_gone(
+    tmp_path: Path,
+) -> None:
+    async with front(tmp_path, provider_lease=3.0) as app:
+        internal = app.internal_target
+        assert internal is not None
+        first = provider_process(internal)
+        second: ServerProcess | None = None
+        try:
+            await first.port()
+            await eventually(lambda: "shout" in app.registry.handle)
+            old_provider = app.registry.provider_of("shout")
+            first.process.kill()
+            second = provider_process(internal)  # a new port: the name is still taken
+            await second.port()
+            await eventually(lambda: "registered at" in second.output, 10)
+            assert "by another provider" in second.output
+            await eventually(
+                lambda: app.registry.provider_of("shout") not in (None, old_provider), 15
+            )
+            assert await call(f"127.0.0.1:{app.port}", "shout", '{"text": "back"}') == "BACK!"
+            assert second.process.poll() is None, second.output
+            assert "Traceback" not in second.output
+        finally:
+            first.process.kill()
+            first.stop()
+            if second is not None:
+                assert await asyncio.to_thread(second.stop) == 0
+
+
+async def test_a_provider_that_stops_gracefully_unregisters_at_once(tmp_path: Path) -> None:
+    async with front(tmp_path, provider_lease=60.0) as app:  # the lease would take a minute
+        internal = app.internal_target
+        assert internal is not None
+        process = provider_process(internal)
+        await process.port()
+        await eventually(lambda: "shout" in app.registry.handle)
+        assert await asyncio.to_thread(process.stop) == 0, process.output  # the front answers
+        assert "shout" not in app.registry.handle
+        assert "unregistered 2 tools" in process.output
+
+
+async def test_a_locked_registry_keeps_a_gone_providers_tools_unavailable(
+    tmp_path: Path,
+) -> None:
+    async with front(tmp_path) as app:
+        internal = app.internal_target
+        assert internal is not None
+        process = provider_process(internal)
+        try:
+            await process.port()
+            await eventually(lambda: "shout" in app.registry.handle)
+            async with ToolRegistryClient(internal, TOKEN) as registry:
+                await registry.lock()
+            process.process.kill()
+            await asyncio.sleep(LEASE * 2)
+            assert "shout" in app.registry.handle, "the tool set of a locked registry is fixed"
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+                stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await stub.CallTool(pb.CallToolRequest(name="shout", input_json="{}"))
+                assert failure_of(caught.value).reason == "PROVIDER_UNAVAILABLE"
+        finally:
+            process.process.kill()
+            process.stop()
+
+
+async def test_provider_mode_refused_for_good_exits_with_a_message(tmp_path: Path) -> None:
+    async with front(tmp_path, lock_at_start=True) as app:
+        internal = app.internal_target
+        assert internal is not None
+        process = provider_process(internal)
+        code = await asyncio.to_thread(process.process.wait, 30)
+        process.stop()
+        assert code == 1, process.output
+        assert "refused the tools (REGISTRY_LOCKED)" in process.output
+        assert "Traceback" not in process.output
+        assert "Event loop is closed" not in process.output
+
+
+async def test_a_killed_go_provider_without_health_checks_leaves(tmp_path: Path) -> None:
+    if not GO_BINARY.exists():
+        pytest.fail("tests/interop/go/bin/interop is missing: run 'make interop' (make test does)")
+    async with front(tmp_path) as app:
+        internal = app.internal_target
+        assert internal is not None
+        provider = await asyncio.create_subprocess_exec(
+            str(GO_BINARY), "provider", "-registry", internal, "-token", TOKEN,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            assert provider.stdout is not None
+            ready = await asyncio.wait_for(provider.stdout.readline(), timeout=30)
+            assert ready.startswith(b"READY "), ready
+            await asyncio.sleep(LEASE * 2)  # checked through GetTool: it stays
+            assert "go_reverse" in app.registry.handle
+            provider.kill()
+            await eventually(lambda: "go_reverse" not in app.registry.handle)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                provider.kill()
+            await provider.wait()
