@@ -26,7 +26,8 @@ from .paused_batches import PausedBatches
 from .provider_mode import ProviderRegistration
 from .providers import ProviderMonitor
 from .reflection import enable_reflection
-from .registry import Registry, RegistryService
+from .registry import Registry
+from .registry_service import RegistryService
 from .service import ToolService
 from .tls import ListenerTls
 

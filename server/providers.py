@@ -22,7 +22,8 @@ from grpc_health.v1 import health_pb2
 
 from llmworker._text import printable
 
-from .registry import Registry, RegistryService
+from .registry import Registry
+from .registry_service import RegistryService
 
 __all__ = ["ProviderMonitor"]
 

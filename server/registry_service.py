@@ -1,0 +1,240 @@
+"""The internal ToolRegistry service: RegisterTool, UnregisterTool and LockRegistry behind
+the server's token, and the channels to the providers that contributed tools."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from typing import Final
+
+import grpc
+import grpc.aio
+
+from llmworker import ClientTls, RemoteTool, ToolRegistryError
+from llmworker._status import ErrorStatus, Reason
+from llmworker._text import printable, shorten
+from llmworker._tls import aio_channel
+from llmworker._wire import meta_from_message
+from llmworker.v1 import tool_registry_pb2 as pb
+
+from .drain import DrainGate
+from .provider_target import target_problem
+from .registry import Registry, RegistryFullError, RegistryLockedError
+from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, guarded, unary
+
+__all__ = ["RegistryService"]
+
+_log = logging.getLogger("llmworker.server.registry")
+_SERVICE: Final = "llmworker.v1.ToolRegistry"
+_CHANNEL_LINGER_SECONDS: Final = 30.0  # a gone provider's channel, for calls still on it
+MAX_DESCRIPTION_CHARS: Final = 16 * 1024
+"""The longest description RegisterTool takes."""
+MAX_SCHEMA_BYTES: Final = 128 * 1024
+"""The largest input schema RegisterTool takes, as canonical JSON."""
+
+
+class RegistryService:
+    """``llmworker.v1.ToolRegistry``: RegisterTool, UnregisterTool and LockRegistry, behind
+    a token."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        token: str | None,
+        provider_timeout: float | None,
+        gate: DrainGate | None = None,
+        provider_tls: ClientTls | None = None,
+    ) -> None:
+        self._registry = registry
+        self._expected = f"Bearer {token}".encode() if token else None
+        self._provider_timeout = provider_timeout
+        self._gate = gate
+        self._provider_tls = provider_tls
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def add_to(self, server: grpc.aio.Server) -> None:
+        add_service(
+            server,
+            _SERVICE,
+            {
+                "RegisterTool": unary(
+                    guarded(self.register_tool, "RegisterTool", self._gate),
+                    pb.RegisterToolRequest.FromString,
+                    pb.RegisterToolResponse.SerializeToString,
+                ),
+                "LockRegistry": unary(
+                    guarded(self.lock_registry, "LockRegistry", self._gate),
+                    pb.LockRegistryRequest.FromString,
+                    pb.LockRegistryResponse.SerializeToString,
+                ),
+                "UnregisterTool": unary(
+                    guarded(self.unregister_tool, "UnregisterTool", self._gate),
+                    pb.UnregisterToolRequest.FromString,
+                    pb.UnregisterToolResponse.SerializeToString,
+                ),
+            },
+        )
+
+    async def _authorise(self, context: Context) -> None:
+        if self._expected is None:
+            return
+        presented = b""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                presented = value.encode() if isinstance(value, str) else value
+        if not hmac.compare_digest(presented, self._expected):
+            await abort(
+                context,
+                ErrorStatus.of(
+                    Reason.UNAUTHENTICATED,
+                    "the ToolRegistry needs the server's token as 'authorization: Bearer "
+                    "<token>' metadata",
+                ),
+            )
+
+    async def register_tool(
+        self, request: pb.RegisterToolRequest | MalformedRequest, context: Context
+    ) -> pb.RegisterToolResponse:
+        await self._authorise(context)
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        problem = _definition_problem(request)
+        if problem is not None:
+            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, problem))
+        try:
+            meta = meta_from_message(request.definition)
+        except ValueError as error:
+            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, str(error)))
+        target = request.provider_target
+        problem = target_problem(target)
+        if problem is not None:
+            await abort(
+                context,
+                ErrorStatus.of(
+                    Reason.INVALID_REQUEST,
+                    f"tool '{meta.name}': {problem} serving llmworker.v1.ToolService",
+                    tool=meta.name,
+                ),
+            )
+        arrived = target not in self._registry.providers()
+        try:
+            changed = self._registry.register_remote(
+                meta,
+                lambda: RemoteTool(
+                    self._channel(target),
+                    meta.name,
+                    self._provider_timeout,
+                    approved_upstream=meta.requires_approval,  # this server asks the person
+                ),
+                target,
+            )
+        except RegistryLockedError as error:
+            await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
+        except ToolRegistryError.DuplicateName as error:
+            await abort(context, ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=meta.name))
+        except RegistryFullError as error:
+            await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
+        if arrived:
+            _log.info("provider arrived: %s", printable(target, 200))
+        if changed:
+            _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
+        return pb.RegisterToolResponse(fingerprint=self._registry.handle.definitions_fingerprint())
+
+    async def unregister_tool(
+        self, request: pb.UnregisterToolRequest | MalformedRequest, context: Context
+    ) -> pb.UnregisterToolResponse:
+        await self._authorise(context)
+        if isinstance(request, MalformedRequest):
+            await abort_malformed(context, request)
+        name, target = request.name, request.provider_target
+        shown = shorten(name)
+        provider = self._registry.provider_of(name)
+        if provider is None or (target and target != provider):
+            if self._registry.handle.get_tool(name) is None:
+                status = ErrorStatus.of(
+                    Reason.TOOL_NOT_FOUND,
+                    f"no tool '{shown}' is registered; nothing to unregister",
+                    tool=shown,
+                )
+            else:
+                whose = "this server itself" if provider is None else "another provider"
+                status = ErrorStatus.of(
+                    Reason.INVALID_REQUEST,
+                    f"tool '{shown}' is served by {whose}, not by the provider_target given; "
+                    "only the provider that registered a tool may unregister it",
+                    tool=shown,
+                )
+            await abort(context, status)
+        try:
+            self._registry.unregister(name)
+        except RegistryLockedError as error:
+            await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=shown))
+        _log.info("unregistered tool=%s provider=%s", shown, printable(provider, 200))
+        self.forget_if_gone(provider)
+        return pb.UnregisterToolResponse(
+            fingerprint=self._registry.handle.definitions_fingerprint()
+        )
+
+    def forget_if_gone(self, provider: str) -> None:
+        """Once ``provider`` has no tools left, log it and close its channel after the
+        calls still on it had time to finish."""
+        if provider in self._registry.providers():
+            return
+        _log.info("provider left: %s", printable(provider, 200))
+        channel = self._channels.pop(provider, None)
+        if channel is not None:
+            linger = self._provider_timeout or _CHANNEL_LINGER_SECONDS
+            task = asyncio.get_running_loop().create_task(_close_later(channel, linger))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def lock_registry(
+        self, request: pb.LockRegistryRequest | MalformedRequest, context: Context
+    ) -> pb.LockRegistryResponse:
+        await self._authorise(context)
+        self._registry.lock()
+        return pb.LockRegistryResponse(fingerprint=self._registry.handle.definitions_fingerprint())
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        channel = self._channels.get(target)
+        if channel is None:
+            channel = self._channels[target] = aio_channel(target, self._provider_tls)
+        return channel
+
+    def channel_of(self, provider: str) -> grpc.aio.Channel:
+        """The channel calls to ``provider`` go through."""
+        return self._channel(provider)
+
+    async def close(self) -> None:
+        """Close the channels to providers."""
+        for task in list(self._closing):
+            task.cancel()
+        for channel in self._channels.values():
+            await channel.close()
+
+
+async def _close_later(channel: grpc.aio.Channel, seconds: float) -> None:
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        await channel.close()
+
+
+def _definition_problem(request: pb.RegisterToolRequest) -> str | None:
+    """What makes the definition too large to register, checked before it is parsed."""
+    definition = request.definition
+    name = shorten(definition.name)
+    if len(definition.description) > MAX_DESCRIPTION_CHARS:
+        return (
+            f"the description of tool '{name}' is {len(definition.description)} characters; "
+            f"RegisterTool takes at most {MAX_DESCRIPTION_CHARS}"
+        )
+    size = len(definition.input_schema_json.encode())
+    if size > MAX_SCHEMA_BYTES:
+        return (
+            f"input_schema_json of tool '{name}' is {size} bytes; RegisterTool takes at "
+            f"most {MAX_SCHEMA_BYTES}; move detail into the description or split the tool"
+        )
+    return None
