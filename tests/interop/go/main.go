@@ -17,7 +17,8 @@
 // The stream checks CallToolStream on the demo tools (events in order, the result last,
 // CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the
 // first message (the current state, unchanged for a known fingerprint, in OpenAI Chat format),
-// a tool it registers with the internal ToolRegistry reaching every watch, and cancellation.
+// a tool it registers with the internal ToolRegistry reaching every watch, the same tool
+// unregistered leaving every watch, and cancellation.
 // The tls checks a server with TLS on, verifying its certificate against -ca and presenting
 // -cert/-key when given: ok, listing and calling echo; refused, the handshake failing
 // (UNAVAILABLE) for a server that requires a client certificate from its CA; plaintext-refused,

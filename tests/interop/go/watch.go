@@ -28,6 +28,10 @@ const watchWait = 10 * time.Second
 // watchQuiet is how long a watch must stay silent after the message of the last change.
 const watchQuiet = 300 * time.Millisecond
 
+// watchProvider is the provider_target the watch check registers its tool with (and
+// unregisters it with); the tool is never called.
+const watchProvider = "127.0.0.1:1"
+
 // received is one outcome of a watch's Recv: a message, or the error that ended the watch.
 type received struct {
 	message *pb.ListDefinitionsSortedResponse
@@ -59,16 +63,23 @@ func (w *watch) next() (*pb.ListDefinitionsSortedResponse, error) {
 }
 
 // watcher runs the WatchDefinitions checks: three watches (plain, with a known fingerprint,
-// in OpenAI Chat format) that a RegisterTool through the internal registry must reach.
+// in OpenAI Chat format) that a RegisterTool through the internal registry, then an
+// UnregisterTool of the same tool, must reach.
 type watcher struct {
 	client   pb.ToolServiceClient
 	registry pb.ToolRegistryClient
 	token    string
 	watches  []*watch // plain, known fingerprint, openai_chat
-	// What the first messages said, for the registration check.
+	// What the first messages said, for the registration check (and the departure check,
+	// which returns to these names).
 	names       []string
 	fingerprint string
 	chatPrint   string
+	// The tool the registration check registered and the fingerprints it led to, for the
+	// departure check.
+	tool          string
+	toolPrint     string
+	toolChatPrint string
 }
 
 func runWatch(target, registryTarget, token string) error {
@@ -100,6 +111,7 @@ func runWatch(target, registryTarget, token string) error {
 		{"unchanged", "unchanged for a known fingerprint", w.unchanged},
 		{"openai_chat", "openai_chat definitions_json", w.openAIChat},
 		{"registration", "a registration reaches every watch", w.registration},
+		{"departure", "a tool that leaves reaches every watch", w.departure},
 		{"cancel", "cancelling ends the watches", w.cancellation},
 	}
 	for _, check := range checks {
@@ -282,14 +294,13 @@ func (w *watcher) openAIChat() error {
 // new state, then nothing more.
 func (w *watcher) registration() error {
 	name := fmt.Sprintf("go_watch_%d", os.Getpid())
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+w.token)
-	registered, err := w.registry.RegisterTool(ctx, &pb.RegisterToolRequest{
+	registered, err := w.registry.RegisterTool(w.authorised(), &pb.RegisterToolRequest{
 		Definition: &pb.ToolDefinition{
 			Name:            name,
 			Description:     "A tool the Go watch check registers; never called.",
 			InputSchemaJson: `{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}`,
 		},
-		ProviderTarget: "127.0.0.1:1",
+		ProviderTarget: watchProvider,
 	})
 	if err != nil {
 		return fmt.Errorf("register %s: %w", name, err)
@@ -305,47 +316,93 @@ func (w *watcher) registration() error {
 		return fmt.Errorf("ListDefinitionsSorted fingerprint %q, RegisterTool said %q", want.Fingerprint, registered.Fingerprint)
 	}
 	wantNames := slices.Sorted(slices.Values(append(slices.Clone(w.names), name)))
+	chatPrint, err := w.everyWatch("registering "+name, want, wantNames, w.chatPrint)
+	if err != nil {
+		return err
+	}
+	w.tool, w.toolPrint, w.toolChatPrint = name, registered.Fingerprint, chatPrint
+	return nil
+}
+
+// departure unregisters the registration check's tool (same name, same provider_target):
+// every watch delivers a state without it, then nothing more.
+func (w *watcher) departure() error {
+	removed, err := w.registry.UnregisterTool(w.authorised(), &pb.UnregisterToolRequest{
+		Name:           w.tool,
+		ProviderTarget: watchProvider,
+	})
+	if err != nil {
+		return fmt.Errorf("unregister %s: %w", w.tool, err)
+	}
+	if removed.Fingerprint == "" || removed.Fingerprint == w.toolPrint {
+		return fmt.Errorf("UnregisterTool fingerprint %q, want a new one (was %q)", removed.Fingerprint, w.toolPrint)
+	}
+	want, err := w.listing(&pb.ListDefinitionsSortedRequest{})
+	if err != nil {
+		return err
+	}
+	if want.Fingerprint != removed.Fingerprint {
+		return fmt.Errorf("ListDefinitionsSorted fingerprint %q, UnregisterTool said %q", want.Fingerprint, removed.Fingerprint)
+	}
+	if slices.Contains(names(want.Definitions), w.tool) {
+		return fmt.Errorf("ListDefinitionsSorted still lists %s after UnregisterTool", w.tool)
+	}
+	_, err = w.everyWatch("unregistering "+w.tool, want, w.names, w.toolChatPrint)
+	return err
+}
+
+// authorised is a context carrying the registry token.
+func (w *watcher) authorised() context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+w.token)
+}
+
+// everyWatch checks the messages of a change (`after`, e.g. "registering go_watch_1"): the
+// plain and known-fingerprint watches deliver want, ListDefinitionsSorted's answer, listing
+// wantNames; the openai_chat watch delivers the same names in OpenAI Chat format, as
+// ListDefinitionsSorted formats them, with a fingerprint other than chatWas. Then no watch
+// sends anything more. It returns the openai_chat fingerprint.
+func (w *watcher) everyWatch(after string, want *pb.ListDefinitionsSortedResponse, wantNames []string, chatWas string) (string, error) {
 	for _, open := range w.watches[:2] {
 		message, err := open.next()
 		if err != nil {
-			return err
+			return "", err
 		}
 		if err := sameListing(message, want); err != nil {
-			return fmt.Errorf("%s watch after registering %s: %w", open.name, name, err)
+			return "", fmt.Errorf("%s watch after %s: %w", open.name, after, err)
 		}
 		if !slices.Equal(names(message.Definitions), wantNames) {
-			return fmt.Errorf("%s watch lists %v, want %v", open.name, names(message.Definitions), wantNames)
+			return "", fmt.Errorf("%s watch after %s lists %v, want %v", open.name, after, names(message.Definitions), wantNames)
 		}
 	}
 	message, err := w.watches[2].next()
 	if err != nil {
-		return err
+		return "", err
 	}
 	listed, err := chatNames(message)
 	if err != nil {
-		return fmt.Errorf("openai_chat watch after registering %s: %w", name, err)
+		return "", fmt.Errorf("openai_chat watch after %s: %w", after, err)
 	}
 	if !slices.Equal(listed, wantNames) {
-		return fmt.Errorf("openai_chat watch lists %v, want %v", listed, wantNames)
+		return "", fmt.Errorf("openai_chat watch after %s lists %v, want %v", after, listed, wantNames)
 	}
 	chat, err := w.listing(chatRequest)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if message.Fingerprint == w.chatPrint || !proto.Equal(message, chat) {
-		return fmt.Errorf("openai_chat watch fingerprint %q (was %q), ListDefinitionsSorted says %q",
-			message.Fingerprint, w.chatPrint, chat.Fingerprint)
+	if message.Fingerprint == chatWas || !proto.Equal(message, chat) {
+		return "", fmt.Errorf("openai_chat watch after %s: fingerprint %q (was %q), ListDefinitionsSorted says %q",
+			after, message.Fingerprint, chatWas, chat.Fingerprint)
 	}
 	// One message per change: nothing else is on its way.
 	time.Sleep(watchQuiet)
 	for _, open := range w.watches {
 		select {
 		case r := <-open.messages:
-			return fmt.Errorf("%s watch sent another message after the change: %v %v", open.name, r.message, r.err)
+			return "", fmt.Errorf("%s watch sent another message after %s: %v %v", open.name, after, r.message, r.err)
 		default:
 		}
 	}
-	return nil
+	return message.Fingerprint, nil
 }
 
 // cancellation cancels every watch's context: each ends with CANCELED.

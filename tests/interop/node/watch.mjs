@@ -3,8 +3,8 @@
 // REGISTRY_TARGET is the server's internal ToolRegistry (e.g. unix:/path.sock) and TOKEN its
 // registry token. Three watches: plain (the first message is ListDefinitionsSorted's answer),
 // with the current fingerprint (`unchanged`), and in OpenAI Chat format (definitions_json);
-// a tool registered through RegisterTool then reaches all three, once; call.cancel() ends
-// them.
+// a tool registered through RegisterTool then reaches all three, once, and so does the same
+// tool leaving through UnregisterTool; call.cancel() ends them.
 // Prints "OK watch <check>" per check; a mismatch prints "FAIL watch <check>: <why>" and
 // exits 1.
 import { createHash } from "node:crypto";
@@ -36,6 +36,8 @@ const WATCH_WAIT_MS = 10000;
 // How long a watch must stay silent after the message of the last change.
 const WATCH_QUIET_MS = 300;
 const CHAT = "DEFINITION_FORMAT_OPENAI_CHAT";
+// The provider_target the tool is registered (and unregistered) with; it is never called.
+const PROVIDER = "127.0.0.1:1";
 
 const client = new ToolService(target, grpc.credentials.createInsecure());
 const registry = new ToolRegistry(registryTarget, grpc.credentials.createInsecure());
@@ -44,6 +46,15 @@ const call = (method, request) =>
   new Promise((resolve, reject) =>
     client[method](request, deadline(), (error, reply) => (error ? reject(error) : resolve(reply))),
   );
+
+// A ToolRegistry call with the registry token.
+const registryCall = (method, request) => {
+  const metadata = new grpc.Metadata();
+  metadata.add("authorization", `Bearer ${token}`);
+  return new Promise((resolve, reject) =>
+    registry[method](request, metadata, deadline(), (error, reply) => (error ? reject(error) : resolve(reply))),
+  );
+};
 
 async function listing(check, request) {
   try {
@@ -137,6 +148,32 @@ function chatNames(check, what, message) {
   return listed;
 }
 
+// The messages of a change (`after`, e.g. "registering node_watch_1"): the plain and
+// known-fingerprint watches deliver `want`, ListDefinitionsSorted's answer, listing
+// `wantNames`; the openai_chat watch the same names in OpenAI Chat format, as
+// ListDefinitionsSorted formats them, with a fingerprint other than `chatWas`. Then no watch
+// sends anything more. Returns the openai_chat fingerprint.
+async function everyWatch(check, after, want, wantNames, chatWas) {
+  for (const opened of [plain, known]) {
+    const message = await next(check, opened);
+    sameListing(check, `${opened.name} watch after ${after}`, message, want);
+    if (show(names(message.definitions)) !== show(wantNames)) fail(check, `${opened.name} watch after ${after} lists ${show(names(message.definitions))}, want ${show(wantNames)}`);
+  }
+  const message = await next(check, chat);
+  const listed = chatNames(check, `openai_chat watch after ${after}`, message);
+  if (show(listed) !== show(wantNames)) fail(check, `openai_chat watch after ${after} lists ${show(listed)}, want ${show(wantNames)}`);
+  const formatted = await listing(check, { format: CHAT });
+  if (message.fingerprint === chatWas || show(message) !== show(formatted)) {
+    fail(check, `openai_chat watch after ${after}: fingerprint ${show(message.fingerprint)} (was ${show(chatWas)}), ListDefinitionsSorted says ${show(formatted.fingerprint)}`);
+  }
+  // One message per change: nothing else is on its way.
+  await sleep(WATCH_QUIET_MS);
+  for (const opened of [plain, known, chat]) {
+    if (opened.queue.length) fail(check, `${opened.name} watch sent another message after ${after}: ${show(opened.queue[0])}`);
+  }
+  return message.fingerprint;
+}
+
 // 1. A plain watch: its first message is the current state, as ListDefinitionsSorted answers.
 const plain = open("plain", {});
 let current;
@@ -176,52 +213,50 @@ let chatFingerprint;
 }
 
 // 4. A tool registered through the internal ToolRegistry reaches every watch, once.
+const tool = { name: `node_watch_${process.pid}` };
 {
   const check = "registration";
-  const name = `node_watch_${process.pid}`;
-  const metadata = new grpc.Metadata();
-  metadata.add("authorization", `Bearer ${token}`);
   const request = {
     definition: {
-      name,
+      name: tool.name,
       description: "A tool the Node watch check registers; never called.",
       input_schema_json: show({ properties: { text: { type: "string" } }, required: ["text"], type: "object" }),
     },
-    provider_target: "127.0.0.1:1",
+    provider_target: PROVIDER,
   };
   let registered;
   try {
-    registered = await new Promise((resolve, reject) =>
-      registry.RegisterTool(request, metadata, deadline(), (error, reply) => (error ? reject(error) : resolve(reply))),
-    );
+    registered = await registryCall("RegisterTool", request);
   } catch (error) {
-    fail(check, `register ${name}: ${failure(error)}`);
+    fail(check, `register ${tool.name}: ${failure(error)}`);
   }
   if (!registered.fingerprint || registered.fingerprint === current.fingerprint) fail(check, `RegisterTool fingerprint ${show(registered.fingerprint)}, want a new one (was ${show(current.fingerprint)})`);
   const want = await listing(check, {});
   if (want.fingerprint !== registered.fingerprint) fail(check, `ListDefinitionsSorted fingerprint ${show(want.fingerprint)}, RegisterTool said ${show(registered.fingerprint)}`);
-  const wantNames = [...names(current.definitions), name].sort();
-  for (const opened of [plain, known]) {
-    const message = await next(check, opened);
-    sameListing(check, `${opened.name} watch after registering ${name}`, message, want);
-    if (show(names(message.definitions)) !== show(wantNames)) fail(check, `${opened.name} watch lists ${show(names(message.definitions))}, want ${show(wantNames)}`);
-  }
-  const message = await next(check, chat);
-  const listed = chatNames(check, `openai_chat watch after registering ${name}`, message);
-  if (show(listed) !== show(wantNames)) fail(check, `openai_chat watch lists ${show(listed)}, want ${show(wantNames)}`);
-  const formatted = await listing(check, { format: CHAT });
-  if (message.fingerprint === chatFingerprint || show(message) !== show(formatted)) {
-    fail(check, `openai_chat watch fingerprint ${show(message.fingerprint)} (was ${show(chatFingerprint)}), ListDefinitionsSorted says ${show(formatted.fingerprint)}`);
-  }
-  // One message per change: nothing else is on its way.
-  await sleep(WATCH_QUIET_MS);
-  for (const opened of [plain, known, chat]) {
-    if (opened.queue.length) fail(check, `${opened.name} watch sent another message after the change: ${show(opened.queue[0])}`);
-  }
+  const wantNames = [...names(current.definitions), tool.name].sort();
+  tool.chatFingerprint = await everyWatch(check, `registering ${tool.name}`, want, wantNames, chatFingerprint);
+  tool.fingerprint = registered.fingerprint;
   console.log("OK watch a registration reaches every watch");
 }
 
-// 5. call.cancel() ends each watch with CANCELLED.
+// 5. The same tool unregistered (same name and provider_target) leaves every watch, once.
+{
+  const check = "departure";
+  let removed;
+  try {
+    removed = await registryCall("UnregisterTool", { name: tool.name, provider_target: PROVIDER });
+  } catch (error) {
+    fail(check, `unregister ${tool.name}: ${failure(error)}`);
+  }
+  if (!removed.fingerprint || removed.fingerprint === tool.fingerprint) fail(check, `UnregisterTool fingerprint ${show(removed.fingerprint)}, want a new one (was ${show(tool.fingerprint)})`);
+  const want = await listing(check, {});
+  if (want.fingerprint !== removed.fingerprint) fail(check, `ListDefinitionsSorted fingerprint ${show(want.fingerprint)}, UnregisterTool said ${show(removed.fingerprint)}`);
+  if (names(want.definitions).includes(tool.name)) fail(check, `ListDefinitionsSorted still lists ${tool.name} after UnregisterTool`);
+  await everyWatch(check, `unregistering ${tool.name}`, want, names(current.definitions), tool.chatFingerprint);
+  console.log("OK watch a tool that leaves reaches every watch");
+}
+
+// 6. call.cancel() ends each watch with CANCELLED.
 {
   const check = "cancel";
   for (const opened of [plain, known, chat]) {
