@@ -77,7 +77,12 @@ class ServerApp:
             auth=self._auth,
         )
         self._registry_service = RegistryService(
-            self.registry, config.token, config.call_timeout, self._gate, config.outgoing_tls
+            self.registry,
+            config.token,
+            config.call_timeout,
+            self._gate,
+            config.outgoing_tls,
+            config.provider_check_timeout,
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._registration: ProviderRegistration | None = None

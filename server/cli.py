@@ -87,6 +87,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         grace_seconds=args.grace_seconds,
         log_level=args.log_level,
         provider_lease=args.provider_lease,
+        provider_check_timeout=args.provider_check_timeout,
         register_with=args.register_with,
         advertise=args.advertise,
         workers=args.workers,

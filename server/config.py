@@ -55,6 +55,8 @@ class ServerConfig:
     log_level: str = "INFO"
     provider_lease: float = 8.0
     """Seconds a provider may fail every check before its tools are removed."""
+    provider_check_timeout: float = 5.0
+    """Seconds a registering provider has to answer GetTool for the tool (0: not asked)."""
     register_with: str | None = None
     advertise: str | None = None
     workers: int = 1
@@ -109,6 +111,7 @@ class ServerConfig:
             ("--max-connection-idle", self.max_connection_idle),
             ("--max-connection-age", self.max_connection_age),
             ("--max-connection-age-grace", self.max_connection_age_grace),
+            ("--provider-check-timeout", self.provider_check_timeout),
         ]:
             if not seconds >= 0:  # also refuses NaN
                 raise ValueError(f"{flag} must be a number of seconds, 0 or more")

@@ -210,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default %(default)s)",
     )
     registry.add_argument(
+        "--provider-check-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="RegisterTool asks the provider for the tool (GetTool) and refuses it without "
+        "an answer this soon; 0 accepts without asking (default %(default)s)",
+    )
+    registry.add_argument(
         "--register-with",
         metavar="TARGET",
         help="act as a provider: register this server's tools with the "

@@ -18,6 +18,7 @@ from llmworker import (
     ToolServerHandle,
     Worker,
 )
+from llmworker._text import shorten
 from llmworker._wire import definition_message
 
 __all__ = ["Registry", "RegistryFullError", "RegistryLockedError", "listing_bytes"]
@@ -114,6 +115,22 @@ class Registry:
         self._listing_bytes += size
         self._changed()
         return True
+
+    def reattach(self, meta: ToolMeta, provider: str) -> Tool | None:
+        """On a locked registry: the tool ``meta`` names, now served by ``provider``, if
+        ``meta`` is exactly its definition (None: already served there); else
+        ``RegistryLockedError``, since a locked tool set is fixed."""
+        current = self.handle.get_tool(meta.name)
+        if current is None or current[0] != meta or meta.name not in self._provider_of:
+            raise RegistryLockedError(
+                f"the registry is locked: tool '{shorten(meta.name)}' can only re-attach "
+                "with the definition it was locked with, and new tools cannot be added; "
+                "register before the server locks (see --registration-window)"
+            )
+        if self._provider_of[meta.name] == provider:
+            return None
+        self._provider_of[meta.name] = provider
+        return current[1]
 
     def provider_of(self, name: str) -> str | None:
         """The target of the provider that contributed ``name``; None for a local tool."""

@@ -11,15 +11,17 @@ from typing import Final
 import grpc
 import grpc.aio
 
-from llmworker import ClientTls, RemoteTool, ToolRegistryError
+from llmworker import ClientTls, RemoteTool, ToolMeta, ToolRegistryError
 from llmworker._status import ErrorStatus, Reason
 from llmworker._text import printable, shorten
 from llmworker._tls import aio_channel
 from llmworker._wire import meta_from_message
 from llmworker.v1 import tool_registry_pb2 as pb
+from llmworker.v1 import tool_service_pb2 as tool_pb
 
 from .drain import DrainGate
 from .provider_target import target_problem
+from .provider_tool import ProviderTool
 from .registry import Registry, RegistryFullError, RegistryLockedError
 from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, guarded, unary
 
@@ -27,6 +29,7 @@ __all__ = ["RegistryService"]
 
 _log = logging.getLogger("llmworker.server.registry")
 _SERVICE: Final = "llmworker.v1.ToolRegistry"
+_GET_TOOL: Final = "/llmworker.v1.ToolService/GetTool"
 _CHANNEL_LINGER_SECONDS: Final = 30.0  # a gone provider's channel, for calls still on it
 MAX_DESCRIPTION_CHARS: Final = 16 * 1024
 """The longest description RegisterTool takes."""
@@ -45,14 +48,16 @@ class RegistryService:
         provider_timeout: float | None,
         gate: DrainGate | None = None,
         provider_tls: ClientTls | None = None,
+        check_timeout: float = 5.0,
     ) -> None:
         self._registry = registry
         self._expected = f"Bearer {token}".encode() if token else None
         self._provider_timeout = provider_timeout
         self._gate = gate
         self._provider_tls = provider_tls
+        self._check_timeout = check_timeout
         self._channels: dict[str, grpc.aio.Channel] = {}
-        self._closing: set[asyncio.Task[None]] = set()
+        self._closing: set[asyncio.Task[None]] = set()  # channels being closed
 
     def add_to(self, server: grpc.aio.Server) -> None:
         add_service(
@@ -118,18 +123,22 @@ class RegistryService:
                     tool=meta.name,
                 ),
             )
+        refusal = self._early_refusal(meta, target)
+        if refusal is not None:
+            await abort(context, refusal)
+        if self._check_timeout > 0 and not self._is_renewal(meta, target):
+            refusal = await self._serving_problem(meta.name, target)
+            if refusal is not None:
+                self._drop_unused_channel(target)
+                await abort(context, refusal)
         arrived = target not in self._registry.providers()
         try:
-            changed = self._registry.register_remote(
-                meta,
-                lambda: RemoteTool(
-                    self._channel(target),
-                    meta.name,
-                    self._provider_timeout,
-                    approved_upstream=meta.requires_approval,  # this server asks the person
-                ),
-                target,
-            )
+            if self._registry.is_locked:
+                changed = self._reattach(meta, target)
+            else:
+                changed = self._registry.register_remote(
+                    meta, lambda: ProviderTool(self._remote(meta, target)), target
+                )
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
         except ToolRegistryError.DuplicateName as error:
@@ -141,6 +150,99 @@ class RegistryService:
         if changed:
             _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
         return pb.RegisterToolResponse(fingerprint=self._registry.handle.definitions_fingerprint())
+
+    def _remote(self, meta: ToolMeta, target: str) -> RemoteTool:
+        return RemoteTool(
+            self._channel(target),
+            meta.name,
+            self._provider_timeout,
+            approved_upstream=meta.requires_approval,  # this server asks the person
+        )
+
+    def _is_renewal(self, meta: ToolMeta, target: str) -> bool:
+        current = self._registry.handle.get_tool(meta.name)
+        return (
+            current is not None
+            and current[0] == meta
+            and self._registry.provider_of(meta.name) == target
+        )
+
+    def _early_refusal(self, meta: ToolMeta, target: str) -> ErrorStatus | None:
+        """A refusal known without asking the provider: a name another provider (or this
+        server) serves, or a locked registry that cannot take this definition."""
+        current = self._registry.handle.get_tool(meta.name)
+        provider = self._registry.provider_of(meta.name)
+        if self._registry.is_locked:
+            if current is None or current[0] != meta or provider is None:
+                try:
+                    self._registry.reattach(meta, target)  # raises with the reason
+                except RegistryLockedError as error:
+                    return ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name)
+            return None
+        if current is not None and provider != target:
+            taken = ToolRegistryError.DuplicateName(meta.name)
+            return ErrorStatus.of(Reason.DUPLICATE_NAME, str(taken), tool=meta.name)
+        return None
+
+    def _reattach(self, meta: ToolMeta, target: str) -> bool:
+        """A locked tool re-attached to ``target`` (its definition unchanged)."""
+        tool = self._registry.reattach(meta, target)
+        if tool is None:
+            return False
+        if isinstance(tool, ProviderTool):
+            tool.rebind(self._remote(meta, target))
+        _log.info("tool=%s re-attached to provider=%s", meta.name, printable(target, 200))
+        return True
+
+    async def _serving_problem(self, name: str, target: str) -> ErrorStatus | None:
+        """Why ``target`` cannot take calls to ``name``: it must answer ``GetTool(name)``
+        within the check timeout. A provider without GetTool (UNIMPLEMENTED) answered all
+        the same and is accepted unchecked."""
+        get_tool = self._channel(target).unary_unary(
+            _GET_TOOL,
+            request_serializer=tool_pb.GetToolRequest.SerializeToString,
+            response_deserializer=tool_pb.GetToolResponse.FromString,
+        )
+        shown, where = shorten(name), printable(target, 200)
+        try:
+            reply = await get_tool(tool_pb.GetToolRequest(name=name), timeout=self._check_timeout)
+        except grpc.aio.AioRpcError as error:
+            code = error.code()
+            if code is grpc.StatusCode.UNIMPLEMENTED:
+                _log.warning("provider %s has no GetTool: tool=%s accepted unchecked", where, shown)
+                return None
+            if code is grpc.StatusCode.NOT_FOUND:
+                return ErrorStatus.of(
+                    Reason.INVALID_REQUEST,
+                    f"the provider at {where} does not serve tool '{shown}' (GetTool answered "
+                    "NOT_FOUND); register only tools the provider serves",
+                    tool=shown,
+                )
+            return ErrorStatus.of(
+                Reason.PROVIDER_UNAVAILABLE,
+                f"the provider at {where} did not answer GetTool('{shown}') within "
+                f"{self._check_timeout:.3g} s ({code.name}); start it, serving "
+                "llmworker.v1.ToolService, before it registers",
+                tool=shown,
+            )
+        if reply.definition.name != name:
+            return ErrorStatus.of(
+                Reason.INVALID_REQUEST,
+                f"the provider at {where} answered GetTool('{shown}') with another tool; "
+                "register only tools the provider serves",
+                tool=shown,
+            )
+        return None
+
+    def _drop_unused_channel(self, target: str) -> None:
+        """A channel opened only to check a refused registration: closed at once."""
+        if target in self._registry.providers():
+            return
+        channel = self._channels.pop(target, None)
+        if channel is not None:
+            task = asyncio.get_running_loop().create_task(channel.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def unregister_tool(
         self, request: pb.UnregisterToolRequest | MalformedRequest, context: Context
