@@ -203,8 +203,11 @@ async def test_a_client_in_another_language_watches_a_tool_arrive_and_leave(
 ) -> None:
     caplog.set_level(logging.INFO, logger="llmworker.server.registry")
     require(GO_BINARY if language == "go" else NODE_MODULES)
-    # No registration window or lock: the registry stays open for the client's RegisterTool.
-    async with serve(internal_socket=tmp_path / "registry.sock", token=TOKEN) as served:
+    # No registration window or lock: the registry stays open for the client's RegisterTool,
+    # whose made-up provider is not asked for the tool.
+    async with serve(
+        internal_socket=tmp_path / "registry.sock", token=TOKEN, provider_check_timeout=0
+    ) as served:
         internal = served.app.internal_target
         assert internal is not None
         assert not served.app.registry.is_locked

@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from llmworker import (
     RemoteServiceError,
@@ -260,3 +261,92 @@ async def test_a_killed_go_provider_without_health_checks_leaves(tmp_path: Path)
             with contextlib.suppress(ProcessLookupError):
                 provider.kill()
             await provider.wait()
+
+
+@contextlib.asynccontextmanager
+async def healthy_but_mute(seconds: float) -> AsyncGenerator[str, None]:
+    """A provider whose health answers SERVING but whose GetTool takes ``seconds``."""
+    server = grpc.aio.server()
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+
+    async def get_tool(request: pb.GetToolRequest, context: object) -> pb.GetToolResponse:
+        await asyncio.sleep(seconds)
+        return pb.GetToolResponse()
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        get_tool,
+        request_deserializer=pb.GetToolRequest.FromString,
+        response_serializer=pb.GetToolResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("llmworker.v1.ToolService", {"GetTool": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await server.stop(0)
+
+
+async def test_registration_asks_the_provider_for_the_tool_first(tmp_path: Path) -> None:
+    async with (
+        front(tmp_path, provider_check_timeout=0.5) as app,
+        serve(internal=False) as provider,
+        healthy_but_mute(5.0) as mute,
+    ):
+        internal = app.internal_target
+        assert internal is not None
+        async with ToolRegistryClient(internal, TOKEN) as registry:
+            with pytest.raises(RemoteServiceError) as caught:
+                await registry.register_tool(ToolMeta("not_served"), provider.target)
+            assert caught.value.reason == "INVALID_REQUEST"
+            assert "does not serve tool 'not_served'" in caught.value.message
+            for target, said in [
+                ("127.0.0.1:1", "did not answer GetTool('shout') within 0.5 s (UNAVAILABLE)"),
+                (mute, "within 0.5 s (DEADLINE_EXCEEDED)"),
+            ]:
+                with pytest.raises(RemoteServiceError) as caught:
+                    await registry.register_tool(ToolMeta("shout"), target)
+                assert caught.value.reason == "PROVIDER_UNAVAILABLE"
+                assert said in caught.value.message
+            echo = provider.app.registry.handle.get_tool("echo")
+            assert echo is not None
+            await registry.register_tool(echo[0], provider.target)  # it serves this one
+        assert len(app.registry.handle) == 1
+        channels = app._registry_service._channels  # pyright: ignore[reportPrivateUsage]
+        await eventually(lambda: set(channels) == {provider.target})
+
+
+async def test_a_locked_registry_takes_a_provider_back_with_identical_definitions(
+    tmp_path: Path,
+) -> None:
+    async with front(tmp_path) as app:
+        internal = app.internal_target
+        assert internal is not None
+        first = provider_process(internal)
+        second: ServerProcess | None = None
+        try:
+            await first.port()
+            await eventually(lambda: "shout" in app.registry.handle)
+            async with ToolRegistryClient(internal, TOKEN) as registry:
+                await registry.lock()
+                shout = app.registry.handle.get_tool("shout")
+                assert shout is not None
+                edited = shout[0].with_description("another definition")
+                with pytest.raises(RemoteServiceError) as caught:
+                    await registry.register_tool(edited, "127.0.0.1:1")
+                assert caught.value.reason == "REGISTRY_LOCKED"
+            first.process.kill()
+            old_provider = app.registry.provider_of("shout")
+            second = provider_process(internal)  # a new port, the same definitions
+            await second.port()
+            await eventually(lambda: app.registry.provider_of("shout") != old_provider)
+            assert await call(f"127.0.0.1:{app.port}", "shout", '{"text": "back"}') == "BACK!"
+        finally:
+            first.process.kill()
+            first.stop()
+            if second is not None:
+                await asyncio.to_thread(second.stop)

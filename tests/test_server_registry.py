@@ -39,7 +39,11 @@ SHOUT = ToolMeta(
 
 def socket_config(tmp_path: Path, **settings: object) -> ServerConfig:
     config = ServerConfig(
-        port=0, log_level="WARNING", internal_socket=tmp_path / "internal.sock", token=TOKEN
+        port=0,
+        log_level="WARNING",
+        internal_socket=tmp_path / "internal.sock",
+        token=TOKEN,
+        provider_check_timeout=0,  # registry mechanics with made-up providers (see test_providers)
     )
     for key, value in settings.items():
         setattr(config, key, value)

@@ -31,7 +31,11 @@ TOKEN = "watch-token-for-tests"
 
 def config(tmp_path: Path, **settings: object) -> ServerConfig:
     made = ServerConfig(
-        port=0, log_level="WARNING", internal_socket=tmp_path / "internal.sock", token=TOKEN
+        port=0,
+        log_level="WARNING",
+        internal_socket=tmp_path / "internal.sock",
+        token=TOKEN,
+        provider_check_timeout=0,  # registry mechanics with made-up providers (see test_providers)
     )
     for key, value in settings.items():
         setattr(made, key, value)
