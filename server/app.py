@@ -86,10 +86,10 @@ class ServerApp:
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._registration: ProviderRegistration | None = None
-        self._providers = ProviderMonitor(
-            self.registry, self._registry_service, config.provider_lease
-        )
         self._health = health.aio.HealthServicer()
+        self._providers = ProviderMonitor(
+            self.registry, self._registry_service, config.provider_lease, self._health
+        )
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
         self._lock_timer: asyncio.TimerHandle | None = None

@@ -6,6 +6,10 @@ so does UNIMPLEMENTED (a provider without health checking answered all the same)
 NOT_SERVING, no answer within the interval or no connection fail. On a locked registry the
 tool set is fixed: a gone provider's tools stay listed and answer PROVIDER_UNAVAILABLE until
 it comes back.
+
+The server's health service reports each provider under ``llmworker.provider/<target>``:
+SERVING while it passes its checks, NOT_SERVING while it fails them, SERVICE_UNKNOWN once it
+has left.
 """
 
 from __future__ import annotations
@@ -18,26 +22,39 @@ from typing import Final
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health_pb2
+from grpc_health.v1 import health, health_pb2
 
 from llmworker._text import printable
 
 from .registry import Registry
 from .registry_service import RegistryService
 
-__all__ = ["ProviderMonitor"]
+__all__ = ["ProviderMonitor", "provider_health_name"]
 
 _log = logging.getLogger("llmworker.server.providers")
 _HEALTH_CHECK: Final = "/grpc.health.v1.Health/Check"
+
+
+def provider_health_name(provider: str) -> str:
+    """The health service name under which the server reports ``provider``."""
+    return f"llmworker.provider/{provider}"
 
 
 class ProviderMonitor:
     """Checks each provider every ``lease / 4`` seconds and removes the tools of one that
     has not passed a check for ``lease`` seconds."""
 
-    def __init__(self, registry: Registry, service: RegistryService, lease: float) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        service: RegistryService,
+        lease: float,
+        health: health.aio.HealthServicer | None = None,
+    ) -> None:
         self._registry = registry
         self._service = service
+        self._health = health
+        self._reported: dict[str, bool] = {}  # provider -> the health status last set
         self._lease = lease
         self._interval = lease / 4
         self._passed: dict[str, float] = {}  # provider -> when it last passed a check
@@ -58,15 +75,33 @@ class ProviderMonitor:
             providers = self._registry.providers()
             for gone in set(self._passed) - set(providers):
                 del self._passed[gone]  # unregistered meanwhile
+            for gone in set(self._reported) - set(providers):
+                await self._report(gone, None)
             results = await asyncio.gather(*(self._check(provider) for provider in providers))
             now = time.monotonic()
             for provider, passed in zip(providers, results, strict=True):
+                await self._report(provider, passed)
                 if passed:
                     if self._passed.get(provider) == 0.0:
                         _log.info("provider %s answers again", printable(provider, 200))
                     self._passed[provider] = now
                 elif now - self._passed.setdefault(provider, now) >= self._lease:
                     self._expire(provider)
+
+    async def _report(self, provider: str, serving: bool | None) -> None:
+        """Set ``provider``'s status in the server's health service (None: it left)."""
+        if self._health is None or self._reported.get(provider) == serving:
+            return
+        status = {
+            True: health_pb2.HealthCheckResponse.SERVING,
+            False: health_pb2.HealthCheckResponse.NOT_SERVING,
+            None: health_pb2.HealthCheckResponse.SERVICE_UNKNOWN,
+        }[serving]
+        await self._health.set(provider_health_name(provider), status)
+        if serving is None:
+            del self._reported[provider]
+        else:
+            self._reported[provider] = serving
 
     async def _check(self, provider: str) -> bool:
         """Whether ``provider`` is alive: its health check answers SERVING, or UNIMPLEMENTED

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 
 import grpc
@@ -60,6 +60,33 @@ async def eventually(condition: Callable[[], bool], seconds: float = 10.0) -> No
             return
         await asyncio.sleep(0.02)
     raise AssertionError("the condition did not hold in time")
+
+
+async def provider_status(target: str, provider: str) -> int:
+    """What the server's health service says of ``provider`` (-1: nothing yet)."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+            response_deserializer=health_pb2.HealthCheckResponse.FromString,
+        )
+        request = health_pb2.HealthCheckRequest(service=f"llmworker.provider/{provider}")
+        try:
+            return (await check(request, timeout=5)).status
+        except grpc.aio.AioRpcError as error:
+            if error.code() is not grpc.StatusCode.NOT_FOUND:
+                raise
+            return -1  # not reported yet
+
+
+async def eventually_async(
+    value: Callable[[], Awaitable[object]], expected: object, seconds: float = 10.0
+) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if await value() == expected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never {expected!r}: last {await value()!r}")
 
 
 def provider_process(internal: str, *extra: str) -> ServerProcess:
@@ -143,6 +170,10 @@ async def test_a_killed_provider_leaves_and_watchers_see_it(tmp_path: Path) -> N
             await eventually(lambda: "shout" in app.registry.handle)
             target = f"127.0.0.1:{app.port}"
             assert await call(target, "shout", '{"text": "hi"}') == "HI!"
+            provider = app.registry.provider_of("shout")
+            assert provider is not None
+            serving = health_pb2.HealthCheckResponse.SERVING
+            await eventually_async(lambda: provider_status(target, provider), serving)
             async with grpc.aio.insecure_channel(target) as channel:
                 stub = tool_service_pb2_grpc.ToolServiceStub(channel)
                 watch = stub.WatchDefinitions(pb.WatchDefinitionsRequest())
@@ -154,6 +185,8 @@ async def test_a_killed_provider_leaves_and_watchers_see_it(tmp_path: Path) -> N
                 assert isinstance(after, pb.ListDefinitionsSortedResponse)
                 assert [d.name for d in after.definitions] == []
                 watch.cancel()
+            unknown = health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+            await eventually_async(lambda: provider_status(target, provider), unknown)
         finally:
             process.process.kill()
             process.stop()
