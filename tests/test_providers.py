@@ -383,3 +383,21 @@ async def test_a_locked_registry_takes_a_provider_back_with_identical_definition
             first.stop()
             if second is not None:
                 await asyncio.to_thread(second.stop)
+
+
+async def test_provider_mode_registers_again_with_a_restarted_server(tmp_path: Path) -> None:
+    async with front(tmp_path) as app:
+        internal = app.internal_target
+        assert internal is not None
+        process = provider_process(internal)
+        try:
+            await process.port()
+            await eventually(lambda: "shout" in app.registry.handle)
+            await app.stop(grace=0)
+            async with front(tmp_path) as restarted:  # the same socket, an empty registry
+                await eventually(lambda: "shout" in restarted.registry.handle)
+                target = f"127.0.0.1:{restarted.port}"
+                assert await call(target, "shout", '{"text": "again"}') == "AGAIN!"
+        finally:
+            await asyncio.to_thread(process.stop)
+        assert "Traceback" not in process.output
