@@ -250,12 +250,13 @@ class CallerCheck:
         """The caller of a request, or why it is refused (UNAUTHENTICATED)."""
         return self._tokens.caller(context)
 
-    def refusal(self, context: Context, tools: Iterable[str]) -> ErrorStatus | None:
-        """Why the caller may not use ``tools`` (UNAUTHENTICATED, TOOL_FORBIDDEN), or None."""
+    def admit(self, context: Context, tools: Iterable[str]) -> Caller | ErrorStatus:
+        """The caller, if it may use ``tools``; else why not (UNAUTHENTICATED,
+        TOOL_FORBIDDEN)."""
         caller = self._tokens.caller(context)
         if isinstance(caller, ErrorStatus):
             return caller
         for tool in tools:
             if not caller.scope.allows(tool):
                 return caller.scope.forbidden(tool, caller)
-        return None
+        return caller

@@ -128,9 +128,10 @@ class BatchCalls:
     async def _start(
         self, request: pb.CallToolsRequest, context: Context, form: DefinitionFormat | None
     ) -> pb.CallToolsResponse:
-        problem = self._service.caller_refusal(
-            context, (message.name for message in request.calls)
-        ) or self._batch_problem(request)
+        caller = self._service.caller_of(context, (message.name for message in request.calls))
+        if isinstance(caller, ErrorStatus):
+            await abort(context, caller)
+        problem = self._batch_problem(request)
         if problem is not None:
             await abort(context, problem)
         remaining = context.time_remaining()
@@ -150,7 +151,7 @@ class BatchCalls:
         if refused is not None:
             await abort(context, refused)
         size = request.ByteSize()
-        return await self._run(context, len(calls), names, size, calls, None, form)
+        return await self._run(context, len(calls), names, size, calls, None, form, caller)
 
     async def resume_batch(
         self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
@@ -160,9 +161,9 @@ class BatchCalls:
         held = self._paused.find(request.resume_token)
         if held is None:
             await abort(context, _UNKNOWN_TOKEN)
-        refusal = self._service.caller_refusal(context, held.names.values())
-        if refusal is not None:
-            await abort(context, refusal)  # the token stays usable by its caller
+        caller = self._service.caller_of(context, held.names.values())
+        if isinstance(caller, ErrorStatus):
+            await abort(context, caller)  # the token stays usable by its caller
         decisions, problem = self._decisions(request, held)
         if problem is not None:
             await abort(context, problem)  # the token stays usable
@@ -176,7 +177,7 @@ class BatchCalls:
             call.deadline, call.timeout = self._service.limits.limits_of(call.name, remaining)
         size = held.size + request.ByteSize()
         return await self._run(
-            context, pending, held.names, size, held.paused, decisions, held.form
+            context, pending, held.names, size, held.paused, decisions, held.form, caller
         )
 
     async def _run(
@@ -188,8 +189,10 @@ class BatchCalls:
         work: list[ToolCall] | Paused,
         decisions: Mapping[str, Decision] | None,
         form: DefinitionFormat | None,
+        caller: str,
     ) -> pb.CallToolsResponse:
-        """Run or resume the batch, its ``count`` calls already reserved (released here)."""
+        """Run or resume the batch, its ``count`` calls already reserved (released here),
+        for the caller labelled ``caller``."""
         started = time.perf_counter()
         worker = self._registry.worker
         try:
@@ -202,7 +205,7 @@ class BatchCalls:
         finally:
             self._service.release(count)
         if isinstance(outcome, Completed):
-            self._log(outcome.results, names, started)
+            self._log(outcome.results, names, started, caller)
             completed = self._completed(outcome.results, names)
             if form is not None:  # the batch came from RunProviderToolCalls
                 calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "")
@@ -386,13 +389,15 @@ class BatchCalls:
             "resume or abandon paused batches, retry later, or raise the limit",
         )
 
-    def _log(self, results: list[ToolResult], names: dict[str, str], started: float) -> None:
+    def _log(
+        self, results: list[ToolResult], names: dict[str, str], started: float, caller: str
+    ) -> None:
         log = self._service.call_log
         if log is None:
             return
         for result in results:
             label = "OK" if not result.is_error else "ERROR"
-            log.record(names.get(result.call_id, ""), label, started)
+            log.record(names.get(result.call_id, ""), label, started, caller)
 
 
 def _invalid(message: str) -> ErrorStatus:

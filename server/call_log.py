@@ -6,6 +6,9 @@ status and two clock readings per call, and writes the formatted lines with one 
 ``interval`` seconds and on close, in the same layout as the other log lines::
 
     2026-11-29 21:02:14,546 INFO llmworker.server.calls tool=echo status=OK duration_ms=0.081
+
+and, when the server checks callers, `` caller=<label>`` (a label is printable ASCII
+without spaces, checked when the token file is read).
 """
 
 from __future__ import annotations
@@ -34,13 +37,15 @@ class CallLog:
     def __init__(self, stream: TextIO, interval: float = 0.2) -> None:
         self._stream = stream
         self._interval = interval
-        self._pending: list[tuple[str, str, float, float]] = []  # tool, status, started, ended
+        # tool, status, started, ended, caller
+        self._pending: list[tuple[str, str, float, float, str]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._shown: dict[str, str] = {}  # a tool name as a line shows it, for names seen
 
-    def record(self, tool: str, status: str, started: float) -> None:
-        """Note one call that began at ``started`` and ends now; written within ``interval``."""
-        self._pending.append((tool, status, started, time.perf_counter()))
+    def record(self, tool: str, status: str, started: float, caller: str = "") -> None:
+        """Note one call that began at ``started`` and ends now, from the caller labelled
+        ``caller`` (if any); written within ``interval``."""
+        self._pending.append((tool, status, started, time.perf_counter(), caller))
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
 
@@ -55,12 +60,13 @@ class CallLog:
         shown = self._shown
         lines: list[str] = []
         append = lines.append
-        for tool, status, started, ended in pending:
+        for tool, status, started, ended, caller in pending:
             second, millis = divmod(int((ended + to_wall) * 1000), 1000)
             if second != stamped:  # one clock formatting per second of calls
                 stamped, stamp = second, _stamp(second)
             name = shown.get(tool) or self._show(tool)
-            append(_LINE % (stamp, millis, name, status, (ended - started) * 1000))
+            line = _LINE % (stamp, millis, name, status, (ended - started) * 1000)
+            append(line if not caller else f"{line[:-1]} caller={caller}\n")
         self._stream.write("".join(lines))
         self._stream.flush()
 

@@ -28,9 +28,10 @@ _CALL_ID: Final = re.compile(r"[\x20-\x7e]{1,128}")
 _METADATA_KEY: Final = re.compile(r"[a-z0-9._-]{1,64}")
 
 
-AdmittedCall: TypeAlias = tuple[str, str, str, CallMetadata, float | None, float | None]
-"""A call that passed the checks: name, input, call id, metadata, the caller's deadline and
-the server's timeout. (A plain tuple: one is made per call, and a NamedTuple costs 5x more.)"""
+AdmittedCall: TypeAlias = tuple[str, str, str, CallMetadata, float | None, float | None, str]
+"""A call that passed the checks: name, input, call id, metadata, the caller's deadline, the
+server's timeout and the caller's label ("" when callers are not checked). (A plain tuple:
+one is made per call, and a NamedTuple costs 5x more.)"""
 
 
 def call_problem(request: pb.CallToolRequest) -> ErrorStatus | None:

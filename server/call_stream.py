@@ -37,7 +37,7 @@ class CallStreams:
         call = service.admit(request, context)
         if isinstance(call, ErrorStatus):
             await abort(context, call)
-        name, input_json, call_id, metadata, deadline, timeout = call
+        name, input_json, call_id, metadata, deadline, timeout, caller = call
         log_id, started = service.start()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
@@ -72,7 +72,7 @@ class CallStreams:
             status = service.status_for(name, log_id, error)
         finally:
             await events.aclose()  # cancels the call if it still runs
-            service.finish(name, label if status is None else status.code.name, started)
+            service.finish(name, label if status is None else status.code.name, started, caller)
         if status is not None:
             await abort(context, status)
 

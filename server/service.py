@@ -214,7 +214,7 @@ class ToolService:
         call = self.admit(request, context)
         if isinstance(call, ErrorStatus):
             await abort(context, call)
-        name, input_json, call_id, metadata, deadline, timeout = call
+        name, input_json, call_id, metadata, deadline, timeout, caller = call
         log_id, started = self.start()
         label = "CANCELLED"  # unless the call ends: the client went away or its deadline passed
         status: ErrorStatus | None = None
@@ -243,7 +243,7 @@ class ToolService:
         except BaseException as error:  # a hook or the worker itself failed: never the process
             status = self.status_for(name, log_id, error)
         finally:
-            self.finish(name, label if status is None else status.code.name, started)
+            self.finish(name, label if status is None else status.code.name, started, caller)
         assert status is not None  # set on every path that neither returned nor raised
         await abort(context, status)
 
@@ -259,10 +259,12 @@ class ToolService:
         name = request.name
         if not name:
             return _EMPTY_NAME
+        caller = ""
         if self._auth is not None:
-            refusal = self._auth.refusal(context, (name,))
-            if refusal is not None:
-                return refusal
+            admitted = self._auth.admit(context, (name,))
+            if isinstance(admitted, ErrorStatus):
+                return admitted
+            caller = admitted.label
         input_json = request.input_json
         if len(input_json) > self._surely_fits:  # else the input fits every limit
             too_large = self._limits.input_too_large(name, input_json)
@@ -280,11 +282,20 @@ class ToolService:
         remaining = cast("float | None", context.time_remaining())  # None: no deadline
         timeout = self._limits.server_timeout(name, remaining)
         deadline = None if remaining is None else time.monotonic() + remaining
-        return name, input_json, call_id, frozen, deadline, timeout
+        return name, input_json, call_id, frozen, deadline, timeout, caller
 
     def caller_refusal(self, context: Context, tools: Iterable[str]) -> ErrorStatus | None:
         """Why the caller may not use ``tools`` when the server checks callers, or None."""
-        return None if self._auth is None else self._auth.refusal(context, tools)
+        admitted = self.caller_of(context, tools)
+        return admitted if isinstance(admitted, ErrorStatus) else None
+
+    def caller_of(self, context: Context, tools: Iterable[str]) -> str | ErrorStatus:
+        """The label of a caller that may use ``tools`` ("" when callers are not checked),
+        or why it may not."""
+        if self._auth is None:
+            return ""
+        admitted = self._auth.admit(context, tools)
+        return admitted if isinstance(admitted, ErrorStatus) else admitted.label
 
     @property
     def gate(self) -> DrainGate:
@@ -307,11 +318,12 @@ class ToolService:
         self._in_flight += 1
         return str(next(self._call_ids)), time.perf_counter()
 
-    def finish(self, name: str, label: str, started: float) -> None:
-        """A call counted by ``start`` ended as ``label`` (OK, CANCELLED or a code name)."""
+    def finish(self, name: str, label: str, started: float, caller: str = "") -> None:
+        """A call counted by ``start`` ended as ``label`` (OK, CANCELLED or a code name);
+        ``caller`` is the label of the caller's token, if any."""
         self._in_flight -= 1
         if self._call_log is not None:
-            self._call_log.record(name, label, started)
+            self._call_log.record(name, label, started, caller)
 
     def response_of(self, name: str, output: str | ToolOutput) -> pb.CallToolResponse:
         """The response carrying a result; ``ToolServerError`` (the tool's internal error)

@@ -326,3 +326,28 @@ async def test_the_python_handles_send_their_caller_token(tmp_path: Path) -> Non
         assert len(await asyncio.to_thread(blocking)) == len(
             served.app.registry.handle.tool_definitions_sorted()
         )
+
+
+async def test_the_call_log_names_the_caller_by_its_label(tmp_path: Path) -> None:
+    tokens = standard_tokens(tmp_path / "tokens.json")
+    process = ServerProcess(
+        ["--demo", "--no-internal", "--port", "0", "--log-level", "INFO",
+         "--auth-tokens", str(tokens)]
+    )  # fmt: skip
+    try:
+        target = f"127.0.0.1:{await process.port()}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            echo = pb.CallToolRequest(name="echo", input_json='{"text": "x"}')
+            await stub.CallTool(echo, metadata=bearer(AGENT), timeout=10)
+            batch = pb.CallToolsRequest(
+                calls=[pb.CallToolRequest(call_id="1", name="now", input_json="{}")]
+            )
+            await stub.CallTools(batch, metadata=bearer(OPS), timeout=10)
+        await wait_for_line(process, "tool=now status=OK")
+    finally:
+        process.stop()
+    lines = process.output.splitlines()
+    assert any("tool=echo status=OK" in line and line.endswith(" caller=agent") for line in lines)
+    assert any("tool=now status=OK" in line and line.endswith(" caller=ops") for line in lines)
+    assert AGENT not in process.output
