@@ -54,6 +54,7 @@ from ._tls import ClientTls
 from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._tool_meta import ToolAnnotations, ToolMeta
 from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
+from ._version import __version__ as __version__
 from ._worker import Locked, Mutable, Worker
 
 __all__ = [

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
+from llmworker import __version__
+
 __all__ = ["TOKEN_ENV", "build_parser"]
 
 TOKEN_ENV: Final = "LLMWORKER_TOKEN"
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"The registry token is read from ${TOKEN_ENV} or --token-file, never from the "
         "command line. Example: llmworker-server --demo --tools myapp.tools:MyApp",
     )
+    parser.add_argument("--version", action="version", version=f"llmworker-server {__version__}")
     tools = parser.add_argument_group("tools")
     tools.add_argument(
         "--tools",

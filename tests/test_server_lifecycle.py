@@ -268,3 +268,17 @@ def test_one_ctrl_c_stops_workers_gracefully() -> None:
             process.kill()
     assert process.returncode == 0, output
     assert "exiting at once" not in output
+
+
+def test_the_version_is_one_number_for_the_library_and_the_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from importlib.metadata import version
+
+    import llmworker
+
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"llmworker-server {llmworker.__version__}"
+    assert version("llmworker") == llmworker.__version__
