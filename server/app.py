@@ -20,6 +20,7 @@ from .call_log import CallLog
 from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
 from .drain import DrainGate
+from .health import ServerHealth
 from .limits import CallLimits
 from .loading import load_definitions
 from .paused_batches import PausedBatches
@@ -86,7 +87,7 @@ class ServerApp:
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._registration: ProviderRegistration | None = None
-        self._health = health.aio.HealthServicer()
+        self._health = ServerHealth()
         self._providers = ProviderMonitor(
             self.registry, self._registry_service, config.provider_lease, self._health
         )

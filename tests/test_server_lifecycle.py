@@ -8,11 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import grpc
 import grpc.aio
 import pytest
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
@@ -282,3 +285,26 @@ def test_the_version_is_one_number_for_the_library_and_the_command(
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"llmworker-server {llmworker.__version__}"
     assert version("llmworker") == llmworker.__version__
+
+
+async def test_health_list_answers_every_service_and_leaves_no_traceback() -> None:
+    # HealthListResponse is in grpcio-health-checking's health_pb2, not yet in its stubs.
+    list_response = cast("type[Message]", getattr(health_pb2, "HealthListResponse"))  # noqa: B009
+    process = ServerProcess(["--demo", "--no-internal", "--port", "0"])
+    try:
+        target = f"127.0.0.1:{await process.port()}"
+        async with grpc.aio.insecure_channel(target) as channel:
+            listing: grpc.aio.UnaryUnaryMultiCallable[None, Message] = channel.unary_unary(
+                "/grpc.health.v1.Health/List",
+                request_serializer=lambda _: b"",
+                response_deserializer=list_response.FromString,
+            )
+            reply = await listing(None, timeout=10)
+        fields = {descriptor.name: value for descriptor, value in reply.ListFields()}
+        entries = cast("Mapping[str, health_pb2.HealthCheckResponse]", fields["statuses"])
+        statuses = {name: status.status for name, status in entries.items()}
+        serving = health_pb2.HealthCheckResponse.SERVING
+        assert statuses == {"": serving, "llmworker.v1.ToolService": serving}
+    finally:
+        process.stop()
+    assert "Traceback" not in process.output
