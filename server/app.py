@@ -87,6 +87,7 @@ class ServerApp:
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._registration: ProviderRegistration | None = None
+        self._stopped = False
         self._health = ServerHealth()
         self._providers = ProviderMonitor(
             self.registry, self._registry_service, config.provider_lease, self._health
@@ -144,8 +145,12 @@ class ServerApp:
         of accepted calls is empty when the listeners close; then the held calls and those
         in flight get ``grace`` seconds to finish (with no grace, held calls are answered
         UNAVAILABLE / SHUTTING_DOWN, which clients may retry). Streams that never reached a
-        handler are cut once the handlers are done, so they cannot hold up the stop.
+        handler are cut once the handlers are done, so they cannot hold up the stop. A second
+        call does nothing.
         """
+        if self._stopped:
+            return  # a second stop (a signal, then a finally) has nothing left to do
+        self._stopped = True
         grace = self.config.grace_seconds if grace is None else grace
         if self._lock_timer:
             self._lock_timer.cancel()

@@ -308,3 +308,9 @@ async def test_health_list_answers_every_service_and_leaves_no_traceback() -> No
     finally:
         process.stop()
     assert "Traceback" not in process.output
+
+
+async def test_stopping_twice_is_harmless() -> None:
+    async with serve() as served:
+        await served.app.stop(grace=0)
+        await served.app.stop(grace=0)  # and serve() stops it a third time on the way out
