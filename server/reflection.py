@@ -8,14 +8,23 @@ its service's file, so the pool given to the reflection service retries with the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Final, TypeAlias, cast
 
+import grpc
 import grpc.aio
 from google.protobuf import descriptor, descriptor_pool
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
+
+from .rpc import add_service
 
 __all__ = ["enable_reflection"]
+
+_V1: Final = "grpc.reflection.v1.ServerReflection"
+_ReflectionInfo: TypeAlias = Callable[
+    [AsyncIterator[reflection_pb2.ServerReflectionRequest], grpc.aio.ServicerContext[Any, Any]],
+    AsyncIterator[reflection_pb2.ServerReflectionResponse],
+]
 
 
 class _MethodAwarePool:
@@ -52,7 +61,19 @@ class _MethodAwarePool:
 
 
 def enable_reflection(server: grpc.aio.Server, service_names: Sequence[str]) -> None:
-    """Serve reflection for ``service_names`` and the reflection service itself."""
+    """Serve reflection for ``service_names`` and the reflection service itself, as
+    ``grpc.reflection.v1alpha`` and as ``grpc.reflection.v1`` (whose messages are the same
+    on the wire: v1 is v1alpha renamed; grpcio-reflection ships only v1alpha)."""
     # Duck-typed: the reflection service calls only the methods _MethodAwarePool has.
     pool = cast("descriptor_pool.DescriptorPool", _MethodAwarePool(descriptor_pool.Default()))
-    reflection.enable_server_reflection([*service_names, reflection.SERVICE_NAME], server, pool)
+    servicer = reflection.aio.ReflectionServicer(
+        [*service_names, reflection.SERVICE_NAME], pool=pool
+    )
+    info = cast("_ReflectionInfo", getattr(servicer, "ServerReflectionInfo"))  # noqa: B009 - untyped
+    handler = grpc.stream_stream_rpc_method_handler(
+        info,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
+    )
+    for name in (reflection.SERVICE_NAME, _V1):
+        add_service(server, name, {"ServerReflectionInfo": handler})

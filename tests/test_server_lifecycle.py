@@ -17,6 +17,7 @@ import grpc.aio
 import pytest
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
@@ -314,3 +315,25 @@ async def test_stopping_twice_is_harmless() -> None:
     async with serve() as served:
         await served.app.stop(grace=0)
         await served.app.stop(grace=0)  # and serve() stops it a third time on the way out
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+async def test_reflection_answers_as_v1_and_v1alpha(version: str) -> None:
+    async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
+        info = channel.stream_stream(
+            f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        requests = [
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(
+                file_containing_symbol="llmworker.v1.ToolService.CallTool"
+            ),
+        ]
+        replies = [reply async for reply in info(iter(requests), timeout=10)]
+        assert isinstance(replies[0], reflection_pb2.ServerReflectionResponse)
+        names = [service.name for service in replies[0].list_services_response.service]
+        assert "llmworker.v1.ToolService" in names
+        assert isinstance(replies[1], reflection_pb2.ServerReflectionResponse)
+        assert replies[1].file_descriptor_response.file_descriptor_proto
