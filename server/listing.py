@@ -88,23 +88,16 @@ class DefinitionListing:
         snapshot = self._registry.handle.definitions_snapshot()
         cached = self._definitions
         if cached is None or cached[0] is not snapshot:
-            listing = Listing(
-                snapshot.fingerprint,
-                definitions_response(snapshot),
-                _unchanged(snapshot.fingerprint),
-            )
-            cached = self._definitions = (snapshot, listing)
+            cached = self._definitions = (snapshot, _plain_listing(snapshot))
         return cached[1]
 
     def formatted(
         self, number: pb.DefinitionFormat.ValueType, cache_last: bool
     ) -> Listing | ErrorStatus:
         """The definitions in the provider format ``number``, or why they cannot be."""
-        try:
-            form = definition_format(number)
-        except ValueError as error:
-            return ErrorStatus.of(Reason.INVALID_REQUEST, str(error))
-        assert form is not None, "format 0 (unspecified) is the plain listing"
+        form = _provider_form(number)
+        if isinstance(form, ErrorStatus):
+            return form
         try:
             formatted = self._registry.handle.definitions_for(form, cache_last=cache_last)
         except ValueError as error:
@@ -112,13 +105,7 @@ class DefinitionListing:
         key = (form, cache_last)
         cached = self._formatted.get(key)
         if cached is None or cached[0] is not formatted:
-            full = pb.ListDefinitionsSortedResponse(
-                definitions_json=formatted.json.decode(), fingerprint=formatted.fingerprint
-            ).SerializeToString()
-            cached = self._formatted[key] = (
-                formatted,
-                Listing(formatted.fingerprint, full, _unchanged(formatted.fingerprint)),
-            )
+            cached = self._formatted[key] = (formatted, _formatted_listing(formatted))
         return cached[1]
 
 
@@ -131,17 +118,32 @@ def _scoped_listing(
     metas = tuple(meta for meta in snapshot.definitions if scope.allows(meta.name))
     if not number:
         body = b"[" + b",".join(canonical_json(meta.to_json_object()) for meta in metas) + b"]"
-        view = DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest())
-        return Listing(view.fingerprint, definitions_response(view), _unchanged(view.fingerprint))
+        return _plain_listing(DefinitionsSnapshot(metas, body, hashlib.sha256(body).hexdigest()))
+    form = _provider_form(number)
+    if isinstance(form, ErrorStatus):
+        return form
+    try:
+        return _formatted_listing(format_definitions(metas, form, cache_last=cache_last))
+    except ValueError as error:
+        return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
+
+
+def _provider_form(number: pb.DefinitionFormat.ValueType) -> DefinitionFormat | ErrorStatus:
+    """The provider format ``number`` (not 0) names, or INVALID_REQUEST."""
     try:
         form = definition_format(number)
     except ValueError as error:
         return ErrorStatus.of(Reason.INVALID_REQUEST, str(error))
     assert form is not None, "format 0 (unspecified) is the plain listing"
-    try:
-        formatted = format_definitions(metas, form, cache_last=cache_last)
-    except ValueError as error:
-        return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
+    return form
+
+
+def _plain_listing(snapshot: DefinitionsSnapshot) -> Listing:
+    fingerprint = snapshot.fingerprint
+    return Listing(fingerprint, definitions_response(snapshot), _unchanged(fingerprint))
+
+
+def _formatted_listing(formatted: FormattedDefinitions) -> Listing:
     full = pb.ListDefinitionsSortedResponse(
         definitions_json=formatted.json.decode(), fingerprint=formatted.fingerprint
     ).SerializeToString()
