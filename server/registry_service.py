@@ -236,13 +236,8 @@ class RegistryService:
 
     def _drop_unused_channel(self, target: str) -> None:
         """A channel opened only to check a refused registration: closed at once."""
-        if target in self._registry.providers():
-            return
-        channel = self._channels.pop(target, None)
-        if channel is not None:
-            task = asyncio.get_running_loop().create_task(channel.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+        if target not in self._registry.providers():
+            self._retire_channel(target, 0.0)
 
     async def unregister_tool(
         self, request: pb.UnregisterToolRequest | MalformedRequest, context: Context
@@ -285,9 +280,12 @@ class RegistryService:
         if provider in self._registry.providers():
             return
         _log.info("provider left: %s", printable(provider, 200))
-        channel = self._channels.pop(provider, None)
+        self._retire_channel(provider, self._provider_timeout or _CHANNEL_LINGER_SECONDS)
+
+    def _retire_channel(self, target: str, linger: float) -> None:
+        """Close ``target``'s channel after ``linger`` seconds (for the calls still on it)."""
+        channel = self._channels.pop(target, None)
         if channel is not None:
-            linger = self._provider_timeout or _CHANNEL_LINGER_SECONDS
             task = asyncio.get_running_loop().create_task(_close_later(channel, linger))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
