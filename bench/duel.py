@@ -7,7 +7,8 @@ BENCHMARKS.md). Absolute numbers are higher than in ``make bench`` (two servers 
 differences are the point.
 
     python -m bench.duel floor server            # the floor against the demo server
-    python -m bench.duel server "python -m server --demo --no-internal --port 0 --log-level WARNING"
+    python -m bench.duel server \
+        "python -m llmworker_server --demo --no-internal --port 0 --log-level WARNING"
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from .run import GHZ, Process, process_cpu, wait_serving
 
-_SERVER = "-m server --demo --no-internal --port 0 --log-level INFO"
+_SERVER = "-m llmworker_server --demo --no-internal --port 0 --log-level INFO"
 _NAMED = {
     "floor": [sys.executable, "-m", "bench.floor_server", "--port", "0"],
     "server": [sys.executable, *_SERVER.split()],

@@ -27,7 +27,7 @@ from llmworker import Worker, tool_definitions
 from llmworker._wire import definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.reflection import enable_reflection
+from llmworker_server.reflection import enable_reflection
 
 from .many_tools import build_class
 

@@ -190,7 +190,7 @@ def ghz(
 
 
 def server_command(tools: str, workers: int, port: int) -> list[str]:
-    command = [sys.executable, "-m", "server", "--no-internal", "--port", str(port),
+    command = [sys.executable, "-m", "llmworker_server", "--no-internal", "--port", str(port),
                "--log-level", "INFO", "--workers", str(workers)]  # fmt: skip
     if tools == "demo":
         return [*command, "--demo"]

@@ -51,11 +51,11 @@ _PORT = re.compile(r" tools on [^ ]+:(\d+) ")
 
 
 class Server:
-    """``python -m server ARGS``, its standard error read in a thread."""
+    """``python -m llmworker_server ARGS``, its standard error read in a thread."""
 
     def __init__(self, arguments: list[str]) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "server", "--port", "0", *arguments],
+            [sys.executable, "-m", "llmworker_server", "--port", "0", *arguments],
             cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         self.ok_lines = 0

@@ -72,8 +72,9 @@ def watch_fanout(watchers: int, workdir: Path) -> dict[str, float]:
     the last and the median watcher had the change (seconds after the registration began)."""
     socket = workdir / "watchers.sock"
     log = workdir / "watchers.log"
-    command = [sys.executable, "-m", "server", "--demo", "--port", "0", "--log-level", "INFO",
-               "--internal-socket", str(socket), "--provider-check-timeout", "0",  # made-up
+    command = [sys.executable, "-m", "llmworker_server", "--demo", "--port", "0",
+               "--log-level", "INFO", "--internal-socket", str(socket),
+               "--provider-check-timeout", "0",  # made-up
                "--max-concurrent-streams", str(watchers + 100)]  # fmt: skip
     environment = {**os.environ, "LLMWORKER_TOKEN": _TOKEN}
     with log.open("w") as output:

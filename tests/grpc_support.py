@@ -18,8 +18,8 @@ import grpc.aio
 from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
 from llmworker import Mutable, Worker, tool_definitions
-from server.app import ServerApp
-from server.config import ServerConfig
+from llmworker_server.app import ServerApp
+from llmworker_server.config import ServerConfig
 
 from .server_tools import ServerTestTools
 
@@ -79,11 +79,11 @@ def failure_of(error: grpc.aio.AioRpcError) -> RpcFailure:
 
 
 class ServerProcess:
-    """``python -m server ARGS`` run from the repository root, its output collected."""
+    """``python -m llmworker_server ARGS`` run from the repository root, its output collected."""
 
     def __init__(self, arguments: Sequence[str], env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "server", *arguments],
+            [sys.executable, "-m", "llmworker_server", *arguments],
             cwd=REPO,
             env={**os.environ, **(env or {})},
             stdout=subprocess.PIPE,

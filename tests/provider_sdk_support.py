@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 from llmworker import DefinitionFormat, JsonValue, Mutable, Worker, tool_definitions
-from server.demo_tools import DemoTools
+from llmworker_server.demo_tools import DemoTools
 
 from .schema_zoo import MapZoo, RecursiveZoo, TupleZoo, Zoo
 

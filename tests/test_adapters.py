@@ -21,7 +21,7 @@ from llmworker import (
 from llmworker._wire import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.demo_tools import DemoTools
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import failure_of, serve
 from .server_tools import ServerTestTools

@@ -31,10 +31,10 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.app import ServerApp
-from server.auth import AuthTokensError
-from server.config import ServerConfig
-from server.demo_tools import DemoTools
+from llmworker_server.app import ServerApp
+from llmworker_server.auth import AuthTokensError
+from llmworker_server.config import ServerConfig
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import RpcFailure, ServerProcess, failure_of, serve
 from .tls_support import Pki

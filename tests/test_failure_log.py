@@ -10,7 +10,7 @@ import pytest
 
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.failure_log import FailureLog
+from llmworker_server.failure_log import FailureLog
 
 from .grpc_support import failure_of, serve
 from .test_crash_proof import crash_worker
@@ -91,7 +91,7 @@ def test_after_the_window_the_next_traceback_counts_what_was_left_out(
 ) -> None:
     caplog.set_level(logging.ERROR, "llmworker.server.failures")
     now = [1000.0]
-    monkeypatch.setattr("server.failure_log.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("llmworker_server.failure_log.time.monotonic", lambda: now[0])
     failures = FailureLog(burst=1, window=10)
     for _ in range(5):
         failures.report("flaky", "1", RuntimeError("down"))

@@ -25,7 +25,7 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.demo_tools import DemoTools
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import REPO, serve
 from .tls_support import Pki

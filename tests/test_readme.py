@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from llmworker import Worker, tool_definitions
-from server.demo_tools import DemoTools
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import REPO, serve
 

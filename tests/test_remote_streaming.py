@@ -26,9 +26,9 @@ from llmworker import (
     tool_definitions,
 )
 from llmworker.v1 import tool_service_pb2 as pb
-from server.app import ServerApp
-from server.config import ServerConfig
-from server.demo_tools import DemoTools
+from llmworker_server.app import ServerApp
+from llmworker_server.config import ServerConfig
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import Served, serve
 

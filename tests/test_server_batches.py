@@ -42,7 +42,7 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.paused_batches import PausedBatches
+from llmworker_server.paused_batches import PausedBatches
 
 from .grpc_support import RpcFailure, Served, failure_of, serve
 

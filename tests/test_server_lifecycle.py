@@ -24,8 +24,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.cli import parse_args
-from server.config import ServerConfig
+from llmworker_server.cli import parse_args
+from llmworker_server.config import ServerConfig
 
 from .grpc_support import REPO, ServerProcess, serve
 
@@ -118,7 +118,7 @@ async def test_sigterm_finishes_the_call_in_flight_and_exits_zero() -> None:
 
 def test_help_documents_every_flag() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "server", "--help"],
+        [sys.executable, "-m", "llmworker_server", "--help"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     for flag in [
@@ -222,7 +222,7 @@ def test_limit_flags_are_checked(
 
 def test_the_new_flags_are_documented() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "server", "--help"],
+        [sys.executable, "-m", "llmworker_server", "--help"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     for flag in [
@@ -253,7 +253,7 @@ def test_timeouts_must_be_positive_and_finite(
 def test_one_ctrl_c_stops_workers_gracefully() -> None:
     port = 50173
     process = subprocess.Popen(
-        [sys.executable, "-m", "server", "--demo", "--no-internal", "--workers", "2",
+        [sys.executable, "-m", "llmworker_server", "--demo", "--no-internal", "--workers", "2",
          "--port", str(port)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,

@@ -233,7 +233,7 @@ async def test_a_result_or_error_no_response_can_carry_gets_a_reason(
 
 
 async def test_the_demo_store_is_bounded() -> None:
-    from server.demo_tools import DemoTools
+    from llmworker_server.demo_tools import DemoTools
 
     demo = DemoTools()
     worker_tools = {meta.name: tool for meta, tool in (d() for d in tool_definitions(demo))}

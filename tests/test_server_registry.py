@@ -24,8 +24,8 @@ from llmworker import (
 from llmworker._wire import definition_message
 from llmworker.v1 import tool_pb2, tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
-from server.app import ServerApp
-from server.config import ServerConfig
+from llmworker_server.app import ServerApp
+from llmworker_server.config import ServerConfig
 
 from .grpc_support import RpcFailure, ServerProcess, failure_of, serve
 

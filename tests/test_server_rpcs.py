@@ -27,8 +27,8 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.app import ServerApp
-from server.config import ServerConfig
+from llmworker_server.app import ServerApp
+from llmworker_server.config import ServerConfig
 
 from .grpc_support import RpcFailure, failure_of, serve
 from .server_tools import ServerTestTools

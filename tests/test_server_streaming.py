@@ -13,7 +13,7 @@ import pytest
 from llmworker import Mutable, Worker, tool_definitions
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from server.demo_tools import DemoTools
+from llmworker_server.demo_tools import DemoTools
 
 from .grpc_support import Served, failure_of, serve
 

@@ -22,11 +22,11 @@ from llmworker import (
     Worker,
     tool_definitions,
 )
-from server.app import ServerApp
-from server.cli import parse_args
-from server.config import ServerConfig
-from server.demo_tools import DemoTools
-from server.tls import TlsFiles, TlsFilesError
+from llmworker_server.app import ServerApp
+from llmworker_server.cli import parse_args
+from llmworker_server.config import ServerConfig
+from llmworker_server.demo_tools import DemoTools
+from llmworker_server.tls import TlsFiles, TlsFilesError
 
 from .grpc_support import ServerProcess, serve
 from .tls_support import Pki

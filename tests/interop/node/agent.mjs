@@ -1,5 +1,5 @@
 // Checks the llmworker agent contract (annotations, call ids and metadata, approval batches)
-// from Node.js against a `python -m server --demo` server: node agent.mjs HOST:PORT
+// from Node.js against a `python -m llmworker_server --demo` server: node agent.mjs HOST:PORT
 // Prints "OK agent <check>" per check; a mismatch prints "FAIL agent <check>: <why>" and exits 1.
 import grpc from "@grpc/grpc-js";
 import { detailsErrorInfo as errorInfo, toolService, trailerDetails } from "./contract.mjs";

@@ -1,5 +1,5 @@
 // Checks the provider-formatted definitions of ListDefinitionsSorted from Node.js against a
-// `python -m server --demo` server: node formats.mjs HOST:PORT DIR
+// `python -m llmworker_server --demo` server: node formats.mjs HOST:PORT DIR
 // DIR holds the bytes Python produced in-process for the same tools: openai_chat_strict.json
 // (DEFINITION_FORMAT_OPENAI_CHAT_STRICT) and anthropic.json (DEFINITION_FORMAT_ANTHROPIC with
 // cache_control on the last tool).

@@ -1,4 +1,4 @@
-// Checks CallToolStream from Node.js against a `python -m server --demo` server:
+// Checks CallToolStream from Node.js against a `python -m llmworker_server --demo` server:
 // node stream.mjs HOST:PORT
 // The demo countdown's progress and chunks in order then its result, a tool that does not
 // stream (its result only), CallTool's errors, and call.cancel() cancelling the tool.

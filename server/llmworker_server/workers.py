@@ -44,7 +44,14 @@ def _die_with_parent() -> None:
 
 def run_workers(argv: Sequence[str], count: int) -> int:
     """Run ``count`` children with ``argv`` (minus ``--workers``); 0 if all exit 0."""
-    child_argv = [sys.executable, "-m", "server", *_without_workers_flag(argv), "--reuse-port"]
+    child_argv = [
+        sys.executable,
+        "-P",
+        "-m",
+        "llmworker_server",
+        *_without_workers_flag(argv),
+        "--reuse-port",
+    ]
     # Each child in a process group of its own: a terminal's Ctrl-C (sent to the whole group)
     # reaches the parent only, which forwards it once; a second signal would mean "exit now".
     children = [

@@ -1,1 +1,0 @@
-"""The llmworker gRPC server (see issue: gRPC service)."""

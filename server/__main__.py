@@ -1,7 +1,0 @@
-"""``python -m server``: the same as ``llmworker-server``."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())
