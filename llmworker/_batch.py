@@ -99,13 +99,13 @@ class Paused:
         expires_at: float | None = None,
     ) -> None:
         self._resumable: object | None = resumable
-        self.pending_calls = pending_calls
-        self.results = results
-        self.awaiting_approval = awaiting_approval
-        self.paused_call = paused_call
-        self.reason = reason
-        self.resume_token = resume_token
-        self.expires_at = expires_at
+        self.pending_calls: tuple[ToolCall, ...] = pending_calls
+        self.results: tuple[ToolResult, ...] = results
+        self.awaiting_approval: tuple[str, ...] = awaiting_approval
+        self.paused_call: ToolCall = paused_call
+        self.reason: str = reason
+        self.resume_token: str = resume_token
+        self.expires_at: float | None = expires_at
 
     def take(self, kind: type[_Resumable], decisions: Mapping[str, Decision]) -> _Resumable:
         """What resumes the batch, of type ``kind`` (a Worker's batch state or a server's

@@ -83,10 +83,10 @@ class ToolContext:
         metadata: CallMetadata = NO_METADATA,
         deadline: float | None = None,
     ) -> None:
-        self.call_id = call_id
-        self.tool_name = tool_name
-        self.metadata = metadata
-        self.deadline = deadline
+        self.call_id: str = call_id
+        self.tool_name: str = tool_name
+        self.metadata: CallMetadata = metadata
+        self.deadline: float | None = deadline
         self._events: CallEvents | None = None
 
     def report_progress(

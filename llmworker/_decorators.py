@@ -60,9 +60,9 @@ class ToolMethod(Generic[OwnerT, P, R]):
         _check_signature(function)
         self.function = function
         self.options = options
-        self.name = function.__name__
+        self.name: str = function.__name__
         """The method's name, which names what ``@tool_registry`` generates."""
-        self.tool_name = options.name or function.__name__
+        self.tool_name: str = options.name or function.__name__
         """The tool's name, as the model sees it."""
         self.__doc__ = function.__doc__
         self.__wrapped__ = function
@@ -126,7 +126,7 @@ class BoundToolMethod(Generic[P, R]):
 
     def __init__(self, method: ToolMethod[Any, P, R], instance: object) -> None:
         self._method = method
-        self.__self__ = instance
+        self.__self__: object = instance
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self._method.function(self.__self__, *args, **kwargs)

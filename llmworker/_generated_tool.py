@@ -57,11 +57,11 @@ class ToolOptions:
         requires_approval: bool = False,
         schema_style: SchemaStyle | None = None,
     ) -> None:
-        self.name = name
-        self.title = title
-        self.annotations = annotations or ToolAnnotations()
-        self.requires_approval = requires_approval
-        self.schema_style = schema_style
+        self.name: str | None = name
+        self.title: str = title
+        self.annotations: ToolAnnotations = annotations or ToolAnnotations()
+        self.requires_approval: bool = requires_approval
+        self.schema_style: SchemaStyle | None = schema_style
 
 
 _RECHECKED_INPUT_CHARS: Final = 16 * 1024
@@ -184,9 +184,9 @@ class GeneratedTool:
     def __init__(
         self, meta: ToolMeta, arguments: ArgumentsModel, wrapper: Callable[[object], Tool]
     ) -> None:
-        self.meta = meta
-        self.arguments = arguments
-        self.wrapper = wrapper
+        self.meta: ToolMeta = meta
+        self.arguments: ArgumentsModel = arguments
+        self.wrapper: Callable[[object], Tool] = wrapper
 
 
 def generate_tool(

@@ -89,7 +89,7 @@ class _ToolContext:
     __slots__ = ("_meta", "_tool", "call")
 
     def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool) -> None:
-        self.call = call
+        self.call: ToolCall = call
         self._meta = meta
         self._tool = tool
 
@@ -119,7 +119,7 @@ class PostToolCallContext(_ToolContext):
 
     def __init__(self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool) -> None:
         super().__init__(call, meta, tool)
-        self.result = result
+        self.result: ToolResult = result
 
 
 @final

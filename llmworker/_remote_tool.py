@@ -88,7 +88,7 @@ class RemoteTool:
         *,
         approved_upstream: bool = False,
     ) -> None:
-        self.name = name
+        self.name: str = name
         self._timeout = timeout
         self._approved_upstream = approved_upstream
         self._call, self._call_tools, self._resume = call_methods(channel)

@@ -126,7 +126,7 @@ class RemoteServiceError(ToolServerError):
         self.code = code
         self.reason = reason
         self.message = message
-        self.metadata = dict(metadata)
+        self.metadata: dict[str, str] = dict(metadata)
 
 
 @final

@@ -55,7 +55,7 @@ class ToolFactory:
     __slots__ = ("_make_tool", "meta")
 
     def __init__(self, meta: ToolMeta, make_tool: Callable[[], Tool]) -> None:
-        self.meta = meta
+        self.meta: ToolMeta = meta
         self._make_tool = make_tool
 
     def __call__(self) -> tuple[ToolMeta, Tool]:

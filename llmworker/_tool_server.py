@@ -40,7 +40,7 @@ class _Registry:
 
     def __init__(self) -> None:
         self.entries: dict[str, _Entry] = {}
-        self.sorted = SortedDefinitions()
+        self.sorted: SortedDefinitions = SortedDefinitions()
         # Per format: the snapshot it was built from, and the formatted definitions.
         self.formatted: dict[
             tuple[DefinitionFormat, bool],
