@@ -1,0 +1,112 @@
+"""``--workers N`` supervision: a dead child is replaced and logged, calls go on under load,
+and a child that keeps failing at start makes the parent give up with a non-zero exit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import grpc.aio
+
+from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
+
+from .grpc_support import REPO, ServerProcess
+
+_PORT = 50179
+_ECHO = tool_service_pb2.CallToolRequest(name="echo", input_json='{"text":"hi"}')
+
+
+async def _wait_for(server: ServerProcess, pattern: str, count: int = 1) -> list[str]:
+    """The lines matching ``pattern`` once there are ``count`` of them (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [line for line in server.lines if re.search(pattern, line)]
+        if len(found) >= count:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {count} lines matching {pattern!r}:\n{server.output}")
+
+
+class _Load:
+    """Echo calls on several connections until stopped, counting successes and failures."""
+
+    def __init__(self, connections: int) -> None:
+        self.succeeded = 0
+        self.failed = 0
+        self._stopping = False
+        self._tasks = [asyncio.create_task(self._run()) for _ in range(connections)]
+
+    async def _run(self) -> None:
+        # A new channel per loop task: SO_REUSEPORT spreads connections over the children.
+        options = [("grpc.use_local_subchannel_pool", 1)]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{_PORT}", options=options) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            while not self._stopping:
+                try:
+                    await stub.CallTool(_ECHO, timeout=5)
+                    self.succeeded += 1
+                except grpc.aio.AioRpcError:
+                    self.failed += 1
+                    await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await asyncio.gather(*self._tasks)
+
+
+async def test_a_killed_worker_is_replaced_while_the_others_keep_serving() -> None:
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", str(_PORT), "--workers", "2"],
+        env={"PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        await _wait_for(server, r" tools on ", count=2)
+        (started,) = await _wait_for(server, r"started 2 worker processes")
+        victim = int(re.findall(r"\d+", started.split("processes:", 1)[1])[0])
+        load = _Load(connections=8)
+        await asyncio.sleep(0.5)
+        before_kill = load.succeeded
+        os.kill(victim, signal.SIGKILL)
+        replacing = rf"worker \d \(pid {victim}\) killed by SIGKILL; starting a new one in"
+        await _wait_for(server, replacing)
+        await _wait_for(server, r"worker \d restarted as pid \d+")
+        await _wait_for(server, r" tools on ", count=3)  # the replacement serves
+        after_restart = load.succeeded
+        await asyncio.sleep(0.5)
+        await load.stop()
+    finally:
+        code = await asyncio.to_thread(server.stop)
+    assert before_kill > 0, server.output
+    assert load.succeeded > after_restart, "calls stopped after the restart"
+    assert code == 0, server.output
+
+
+def test_a_worker_that_keeps_failing_at_start_makes_the_parent_give_up() -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "llmworker_server", "--workers", "2", "--no-internal",
+         "--tools", "no_such_module_for_the_test:Tools", "--port", str(_PORT + 1)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "cannot import 'no_such_module_for_the_test'" in result.stderr
+    assert "giving up" in result.stderr
+    assert "exited with status 1" in result.stderr
+    assert time.monotonic() - started < 60
+
+
+async def test_workers_stop_cleanly_on_sigterm_even_before_they_serve() -> None:
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", str(_PORT + 2), "--workers", "2"],
+    )
+    try:
+        await _wait_for(server, r"started 2 worker processes")
+    finally:
+        code = await asyncio.to_thread(server.stop)
+    assert code == 0, server.output
