@@ -79,12 +79,20 @@ def failure_of(error: grpc.aio.AioRpcError) -> RpcFailure:
 
 
 class ServerProcess:
-    """``python -m llmworker_server ARGS`` run from the repository root, its output collected."""
+    """``python -m llmworker_server ARGS`` run from the repository root (or ``command ARGS``
+    from ``cwd``), its output collected."""
 
-    def __init__(self, arguments: Sequence[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        arguments: Sequence[str],
+        env: dict[str, str] | None = None,
+        *,
+        command: Sequence[str] = (sys.executable, "-m", "llmworker_server"),
+        cwd: Path = REPO,
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "llmworker_server", *arguments],
-            cwd=REPO,
+            [*command, *arguments],
+            cwd=cwd,
             env={**os.environ, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

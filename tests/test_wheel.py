@@ -1,0 +1,172 @@
+"""The built wheel, installed into a fresh venv: only namespaced top-level names, runtime
+dependencies only, a server that starts from an empty folder (or one with files that would
+shadow its modules), and a public API that ``pyright --verifytypes`` finds fully typed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc.aio
+import pytest
+
+from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
+
+from .grpc_support import REPO, ServerProcess
+
+_CONSTRAINTS = REPO / "requirements" / "constraints.txt"
+_SHADOW = 'import sys\nprint("THIS IS THE USER\'S OWN {name}")\nsys.exit(3)\n'
+
+
+@dataclass(frozen=True)
+class InstalledWheel:
+    """A venv holding the wheel (with the ``mypy`` extra, the plugin's host)."""
+
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    @property
+    def server(self) -> Path:
+        return self.root / "bin" / "llmworker-server"
+
+    def run_python(self, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.python), "-c", code],
+            cwd=cwd,
+            env=_without_repo_paths(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+def _without_repo_paths() -> dict[str, str]:
+    """This environment, minus anything pointing Python at the repository or its venv."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}
+    }
+
+
+def _pip(python: Path, *arguments: str) -> None:
+    subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", "--quiet", *arguments],
+        check=True,
+        timeout=600,
+        env=_without_repo_paths(),
+    )
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    work = tmp_path_factory.mktemp("wheel")
+    _pip(Path(sys.executable), "wheel", "--no-deps", "--wheel-dir", str(work / "dist"), str(REPO))
+    (wheel,) = (work / "dist").glob("llmworker-*.whl")
+    venv.create(work / "venv", with_pip=True)
+    environment = InstalledWheel(work / "venv")
+    _pip(environment.python, "install", "-c", str(_CONSTRAINTS), f"{wheel}[mypy]")
+    return environment
+
+
+def test_the_wheel_installs_only_namespaced_top_level_names(
+    installed: InstalledWheel, tmp_path: Path
+) -> None:
+    listing = installed.run_python(
+        "from importlib.metadata import files\n"
+        "names = {p.parts[0] for p in files('llmworker') if not p.parts[0].startswith('..')}\n"
+        "print(' '.join(sorted(names)))",
+        cwd=tmp_path,
+    )
+    assert listing.returncode == 0, listing.stderr
+    names = set(listing.stdout.split())
+    assert {name for name in names if not name.endswith(".dist-info")} == {
+        "llmworker",
+        "llmworker_server",
+    }
+
+
+def test_codegen_tools_are_not_runtime_dependencies(
+    installed: InstalledWheel, tmp_path: Path
+) -> None:
+    for module in ("grpc_tools", "mypy_protobuf", "server"):
+        probe = installed.run_python(f"import {module}", cwd=tmp_path)
+        assert probe.returncode != 0, f"{module} is importable from the installed wheel"
+        assert "ModuleNotFoundError" in probe.stderr
+
+
+def test_the_embedding_import_path_is_typed(installed: InstalledWheel, tmp_path: Path) -> None:
+    probe = installed.run_python(
+        "import importlib.resources as r, llmworker_server as s\n"
+        "print(s.ServerApp.__name__, r.files('llmworker_server').joinpath('py.typed').is_file())",
+        cwd=tmp_path,
+    )
+    assert probe.stdout.split() == ["ServerApp", "True"], probe.stderr
+
+
+async def _echo(port: int) -> str:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        reply = await stub.CallTool(
+            tool_service_pb2.CallToolRequest(name="echo", input_json='{"text":"hi"}'),
+            timeout=10,
+        )
+    return reply.output
+
+
+async def test_the_installed_server_starts_from_an_empty_folder(
+    installed: InstalledWheel, tmp_path: Path
+) -> None:
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", "0"],
+        command=[str(installed.server)],
+        cwd=tmp_path,
+    )
+    try:
+        assert await _echo(await server.port()) == "hi"
+    finally:
+        assert server.stop() == 0, server.output
+
+
+async def test_workers_cannot_be_shadowed_by_files_in_the_working_directory(
+    installed: InstalledWheel, tmp_path: Path
+) -> None:
+    for name in ("llmworker_server", "server", "llmworker"):
+        (tmp_path / f"{name}.py").write_text(_SHADOW.format(name=f"{name}.py"))
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", "50177", "--workers", "2"],
+        command=[str(installed.server)],
+        cwd=tmp_path,
+    )
+    try:
+        assert await _echo(await server.port()) == "hi"
+    finally:
+        code = server.stop()
+    assert "THIS IS THE USER'S OWN" not in server.output
+    assert code == 0, server.output
+
+
+def test_pyright_finds_the_public_api_fully_typed(
+    installed: InstalledWheel, tmp_path: Path
+) -> None:
+    pyright = Path(sys.executable).parent / "pyright"
+    report = subprocess.run(
+        [str(pyright), "--verifytypes", "llmworker", "--ignoreexternal"],
+        cwd=tmp_path,
+        env={
+            **_without_repo_paths(),
+            "VIRTUAL_ENV": str(installed.root),
+            "PATH": f"{installed.root / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Type completeness score: 100%" in report.stdout, report.stdout[-4000:]
