@@ -14,9 +14,9 @@ GHZ := $(GOBIN_DIR)/ghz
 GHZ_VERSION := v0.120.0
 INTEROP_GO := tests/interop/go/bin/interop
 INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
-GO_MAPPINGS := $(foreach f,tool tool_service tool_registry,\
-  --go_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1 \
-  --go-grpc_opt=Mllmworker/v1/$(f).proto=llmworker/interop/gen/llmworker/v1)
+# One file of each language `buf generate` writes (buf.gen.yaml), standing for its output.
+INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
+INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
 .PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench stress run clean
 
@@ -46,19 +46,21 @@ $(PROTOC_GEN_GO_GRPC): | toolchains
 $(GHZ): | toolchains
 	GOBIN=$(GOBIN_DIR) go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
 
-# The Go interop program, generated from proto/ and built (not committed).
-$(INTEROP_GO): $(PROTOS) $(wildcard tests/interop/go/*.go) tests/interop/go/go.mod tests/interop/go/go.sum $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) $(STAMP)
-	rm -rf tests/interop/go/gen && mkdir -p tests/interop/go/gen
-	PATH="$(GOBIN_DIR):$$PATH" $(BIN)/python -m grpc_tools.protoc -Iproto \
-	  --go_out=tests/interop/go/gen --go_opt=paths=source_relative \
-	  --go-grpc_out=tests/interop/go/gen --go-grpc_opt=paths=source_relative \
-	  $(GO_MAPPINGS) $(PROTOS)
+# The Go and TypeScript code of the interop suites, from proto/ (not committed). The
+# TypeScript plugin, ts-proto, comes with buf from tools/. buf leaves unchanged files as they
+# were: the touch marks the output up to date.
+$(INTEROP_GEN_GO) $(INTEROP_GEN_TS) &: buf.gen.yaml $(PROTOS) $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	$(BUF) generate
+	touch $(INTEROP_GEN_GO) $(INTEROP_GEN_TS)
+
+# The Go interop program (not committed).
+$(INTEROP_GO): $(INTEROP_GEN_GO) $(wildcard tests/interop/go/*.go) tests/interop/go/go.mod tests/interop/go/go.sum
 	cd tests/interop/go && go build -o bin/interop .
 
 $(INTEROP_NODE): tests/interop/node/package.json tests/interop/node/package-lock.json | toolchains
 	cd tests/interop/node && npm ci --no-audit --no-fund --loglevel=error
 
-interop: $(INTEROP_GO) $(INTEROP_NODE)
+interop: $(INTEROP_GO) $(INTEROP_NODE) $(INTEROP_GEN_TS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -110,4 +112,5 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build .tools tools/node_modules tests/interop/go/gen tests/interop/go/bin \
-	  tests/interop/node/node_modules .mypy_cache .pytest_cache .ruff_cache
+	  tests/interop/node/node_modules tests/interop/node/gen tests/interop/node/build \
+  .mypy_cache .pytest_cache .ruff_cache

@@ -37,6 +37,8 @@ NODE_FORMATS = REPO / "tests/interop/node/formats.mjs"
 NODE_STREAM = REPO / "tests/interop/node/stream.mjs"
 NODE_WATCH = REPO / "tests/interop/node/watch.mjs"
 NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
+NODE_TSC = REPO / "tests/interop/node/node_modules/.bin/tsc"
+NODE_GENERATED = REPO / "tests/interop/node/gen/llmworker/v1/tool_service.ts"
 TOKEN = "interop-token"
 CHECKS = [
     "OK list 4 sorted definitions",
@@ -96,6 +98,32 @@ async def test_a_client_in_another_language_sees_the_same_contract(language: str
                 break
             await asyncio.sleep(0.02)
         assert served.tools.cancelled == 1, "the deadline must cancel the tool coroutine"
+
+
+GENERATED_CHECKS = [
+    "OK generated list",
+    "OK generated call echo",
+    "OK generated unknown tool: NOT_FOUND, google.rpc.Status trailer",
+    "OK generated batch: a result and a per-call google.rpc.Status",
+]
+
+
+async def test_a_typescript_client_generated_by_buf_sees_the_same_contract() -> None:
+    require(NODE_TSC)
+    require(NODE_GENERATED)
+    # tsc type-checks the generated code and generated.ts (strict) into build/generated.js.
+    code, output = await run(str(NODE_TSC), "-p", "tests/interop/node")
+    assert code == 0, output
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker) as served:
+        fingerprint = served.app.registry.handle.definitions_snapshot().fingerprint
+        code, output = await run(
+            "node", "tests/interop/node/build/generated.js", served.target, fingerprint
+        )
+    assert code == 0, output
+    for check in GENERATED_CHECKS:
+        assert check in output, output
 
 
 @pytest.mark.parametrize("language", ["go", "node"])

@@ -24,13 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17llmworker/v1/tool.proto\x12\x0cllmworker.v1\"\xc8\x01\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x1a\n\x12output_schema_json\x18\x04 \x01(\t\x12\r\n\x05title\x18\x05 \x01(\t\x12\x32\n\x0b\x61nnotations\x18\x06 \x01(\x0b\x32\x1d.llmworker.v1.ToolAnnotations\x12\x19\n\x11requires_approval\x18\x07 \x01(\x08\"\xd9\x01\n\x0fToolAnnotations\x12\x1b\n\x0eread_only_hint\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12\x1d\n\x10\x64\x65structive_hint\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x1c\n\x0fidempotent_hint\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x1c\n\x0fopen_world_hint\x18\x04 \x01(\x08H\x03\x88\x01\x01\x42\x11\n\x0f_read_only_hintB\x13\n\x11_destructive_hintB\x12\n\x10_idempotent_hintB\x12\n\x10_open_world_hintb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17llmworker/v1/tool.proto\x12\x0cllmworker.v1\"\xc8\x01\n\x0eToolDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x19\n\x11input_schema_json\x18\x03 \x01(\t\x12\x1a\n\x12output_schema_json\x18\x04 \x01(\t\x12\r\n\x05title\x18\x05 \x01(\t\x12\x32\n\x0b\x61nnotations\x18\x06 \x01(\x0b\x32\x1d.llmworker.v1.ToolAnnotations\x12\x19\n\x11requires_approval\x18\x07 \x01(\x08\"\xd9\x01\n\x0fToolAnnotations\x12\x1b\n\x0eread_only_hint\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12\x1d\n\x10\x64\x65structive_hint\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x1c\n\x0fidempotent_hint\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x1c\n\x0fopen_world_hint\x18\x04 \x01(\x08H\x03\x88\x01\x01\x42\x11\n\x0f_read_only_hintB\x13\n\x11_destructive_hintB\x12\n\x10_idempotent_hintB\x12\n\x10_open_world_hintB\x9a\x01\n\x16io.github.llmworker.v1B\tToolProtoP\x01Z>github.com/llmworker/llmworker/gen/go/llmworker/v1;llmworkerv1\xa2\x02\x04LLMW\xaa\x02\x0cLlmworker.V1\xca\x02\x0cLlmworker\\V1\xea\x02\rLlmworker::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'llmworker.v1.tool_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\026io.github.llmworker.v1B\tToolProtoP\001Z>github.com/llmworker/llmworker/gen/go/llmworker/v1;llmworkerv1\242\002\004LLMW\252\002\014Llmworker.V1\312\002\014Llmworker\\V1\352\002\rLlmworker::V1'
   _globals['_TOOLDEFINITION']._serialized_start=42
   _globals['_TOOLDEFINITION']._serialized_end=242
   _globals['_TOOLANNOTATIONS']._serialized_start=245

@@ -25,13 +25,14 @@ _sym_db = _symbol_database.Default()
 from llmworker.v1 import tool_pb2 as llmworker_dot_v1_dot_tool__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n llmworker/v1/tool_registry.proto\x12\x0cllmworker.v1\x1a\x17llmworker/v1/tool.proto\"`\n\x13RegisterToolRequest\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"+\n\x14RegisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\"\x15\n\x13LockRegistryRequest\"+\n\x14LockRegistryResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\">\n\x15UnregisterToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"-\n\x16UnregisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t2\x99\x02\n\x0cToolRegistry\x12U\n\x0cRegisterTool\x12!.llmworker.v1.RegisterToolRequest\x1a\".llmworker.v1.RegisterToolResponse\x12U\n\x0cLockRegistry\x12!.llmworker.v1.LockRegistryRequest\x1a\".llmworker.v1.LockRegistryResponse\x12[\n\x0eUnregisterTool\x12#.llmworker.v1.UnregisterToolRequest\x1a$.llmworker.v1.UnregisterToolResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n llmworker/v1/tool_registry.proto\x12\x0cllmworker.v1\x1a\x17llmworker/v1/tool.proto\"`\n\x13RegisterToolRequest\x12\x30\n\ndefinition\x18\x01 \x01(\x0b\x32\x1c.llmworker.v1.ToolDefinition\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"+\n\x14RegisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\"\x15\n\x13LockRegistryRequest\"+\n\x14LockRegistryResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t\">\n\x15UnregisterToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x17\n\x0fprovider_target\x18\x02 \x01(\t\"-\n\x16UnregisterToolResponse\x12\x13\n\x0b\x66ingerprint\x18\x01 \x01(\t2\x99\x02\n\x0cToolRegistry\x12U\n\x0cRegisterTool\x12!.llmworker.v1.RegisterToolRequest\x1a\".llmworker.v1.RegisterToolResponse\x12U\n\x0cLockRegistry\x12!.llmworker.v1.LockRegistryRequest\x1a\".llmworker.v1.LockRegistryResponse\x12[\n\x0eUnregisterTool\x12#.llmworker.v1.UnregisterToolRequest\x1a$.llmworker.v1.UnregisterToolResponseB\xa2\x01\n\x16io.github.llmworker.v1B\x11ToolRegistryProtoP\x01Z>github.com/llmworker/llmworker/gen/go/llmworker/v1;llmworkerv1\xa2\x02\x04LLMW\xaa\x02\x0cLlmworker.V1\xca\x02\x0cLlmworker\\V1\xea\x02\rLlmworker::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'llmworker.v1.tool_registry_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'\n\026io.github.llmworker.v1B\021ToolRegistryProtoP\001Z>github.com/llmworker/llmworker/gen/go/llmworker/v1;llmworkerv1\242\002\004LLMW\252\002\014Llmworker.V1\312\002\014Llmworker\\V1\352\002\rLlmworker::V1'
   _globals['_REGISTERTOOLREQUEST']._serialized_start=75
   _globals['_REGISTERTOOLREQUEST']._serialized_end=171
   _globals['_REGISTERTOOLRESPONSE']._serialized_start=173
