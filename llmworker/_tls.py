@@ -73,14 +73,15 @@ def aio_channel(
     tls: ClientTls | None,
     options: Sequence[tuple[str, int | str]] = (),
     token: str | None = None,
+    interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
 ) -> grpc.aio.Channel:
     """An asyncio channel to ``target``: over TLS with ``tls``, else plaintext; every call
-    carries ``token`` as a bearer token when given."""
-    interceptors = caller_token_interceptors(token) if token else None
+    carries ``token`` as a bearer token when given, and goes through ``interceptors``."""
+    chain = [*(caller_token_interceptors(token) if token else ()), *interceptors]
     if tls is None:
-        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=chain or None)
     credentials = tls.credentials()
-    return grpc.aio.secure_channel(target, credentials, options, interceptors=interceptors)
+    return grpc.aio.secure_channel(target, credentials, options, interceptors=chain or None)
 
 
 def sync_channel(

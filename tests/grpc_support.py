@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,3 +146,19 @@ class ServerProcess:
     @property
     def output(self) -> str:
         return "".join(self.lines)
+
+
+async def wait_for_lines(process: ServerProcess, pattern: str, count: int = 1) -> list[str]:
+    """The output lines matching the regular expression ``pattern``, once there are ``count``
+    of them (10 s at most)."""
+    for _ in range(200):
+        found = [line for line in process.lines if re.search(pattern, line)]
+        if len(found) >= count:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {count} lines matching {pattern!r}:\n{process.output}")
+
+
+async def wait_for_line(process: ServerProcess, text: str) -> None:
+    """Until a line of the output holds ``text`` (10 s at most)."""
+    await wait_for_lines(process, re.escape(text))

@@ -36,7 +36,7 @@ from llmworker_server.auth import AuthTokensError
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
 
-from .grpc_support import RpcFailure, ServerProcess, failure_of, serve
+from .grpc_support import RpcFailure, ServerProcess, failure_of, serve, wait_for_line
 from .tls_support import Pki
 
 AGENT = "agent-token-0123456789abcdef"
@@ -247,14 +247,6 @@ async def test_sighup_reloads_the_tokens_and_a_bad_file_keeps_the_old_ones(
     log = "".join(process.lines)
     assert AGENT not in log
     assert OPS not in log
-
-
-async def wait_for_line(process: ServerProcess, text: str) -> None:
-    for _ in range(200):
-        if any(text in line for line in process.lines):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no line with {text!r}:\n" + "".join(process.lines))
 
 
 @pytest.mark.parametrize(

@@ -16,21 +16,10 @@ import grpc.aio
 
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
 
-from .grpc_support import REPO, ServerProcess
+from .grpc_support import REPO, ServerProcess, wait_for_lines
 
 _PORT = 50179
 _ECHO = tool_service_pb2.CallToolRequest(name="echo", input_json='{"text":"hi"}')
-
-
-async def _wait_for(server: ServerProcess, pattern: str, count: int = 1) -> list[str]:
-    """The lines matching ``pattern`` once there are ``count`` of them (30 s at most)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = [line for line in server.lines if re.search(pattern, line)]
-        if len(found) >= count:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {count} lines matching {pattern!r}:\n{server.output}")
 
 
 class _Load:
@@ -66,17 +55,17 @@ async def test_a_killed_worker_is_replaced_while_the_others_keep_serving() -> No
         env={"PYTHONUNBUFFERED": "1"},
     )
     try:
-        await _wait_for(server, r" tools on ", count=2)
-        (started,) = await _wait_for(server, r"started 2 worker processes")
+        await wait_for_lines(server, r" tools on ", count=2)
+        (started,) = await wait_for_lines(server, r"started 2 worker processes")
         victim = int(re.findall(r"\d+", started.split("processes:", 1)[1])[0])
         load = _Load(connections=8)
         await asyncio.sleep(0.5)
         before_kill = load.succeeded
         os.kill(victim, signal.SIGKILL)
         replacing = rf"worker \d \(pid {victim}\) killed by SIGKILL; starting a new one in"
-        await _wait_for(server, replacing)
-        await _wait_for(server, r"worker \d restarted as pid \d+")
-        await _wait_for(server, r" tools on ", count=3)  # the replacement serves
+        await wait_for_lines(server, replacing)
+        await wait_for_lines(server, r"worker \d restarted as pid \d+")
+        await wait_for_lines(server, r" tools on ", count=3)  # the replacement serves
         after_restart = load.succeeded
         await asyncio.sleep(0.5)
         await load.stop()
@@ -106,7 +95,7 @@ async def test_workers_stop_cleanly_on_sigterm_even_before_they_serve() -> None:
         ["--demo", "--no-internal", "--port", str(_PORT + 2), "--workers", "2"],
     )
     try:
-        await _wait_for(server, r"started 2 worker processes")
+        await wait_for_lines(server, r"started 2 worker processes")
     finally:
         code = await asyncio.to_thread(server.stop)
     assert code == 0, server.output

@@ -8,6 +8,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import grpc.aio
@@ -23,6 +24,8 @@ from .drain import DrainGate
 from .health import ServerHealth
 from .limits import CallLimits
 from .loading import load_definitions
+from .metrics import Gauges, ServerMetrics
+from .metrics_http import MetricsListener
 from .paused_batches import PausedBatches
 from .provider_mode import ProviderRegistration
 from .providers import ProviderMonitor
@@ -31,6 +34,13 @@ from .registry import Registry
 from .registry_service import RegistryService
 from .service import ToolService
 from .tls import ListenerTls
+from .worker_metrics import SnapshotWriter
+
+if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.trace import TracerProvider
+
+    from .tracing import Tracing
 
 __all__ = ["ServerApp"]
 
@@ -49,7 +59,15 @@ class ServerApp:
     >>> await app.start(); print(app.port); await app.stop()  # doctest: +SKIP
     """
 
-    def __init__(self, config: ServerConfig, worker: Worker[Mutable] | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        worker: Worker[Mutable] | None = None,
+        *,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
+        """``tracer_provider`` makes the spans of ``config.otel`` (default: one configured by
+        the ``OTEL_*`` variables, shut down with the server)."""
         config.check()
         self.config = config
         self._worker = worker or Worker()
@@ -64,8 +82,8 @@ class ServerApp:
             config.max_batch_calls,
             config.max_watchers,
         )
-        calls_logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
-        self._call_log = CallLog(sys.stderr) if calls_logged else None
+        self.metrics = self._new_metrics()
+        self._call_log = self._new_call_log()
         self._gate = DrainGate()
         self._auth = CallerCheck(config.auth_tokens) if config.auth_tokens else None
         self.tools = ToolService(
@@ -77,6 +95,8 @@ class ServerApp:
             paused=PausedBatches(config.pause_ttl, config.max_paused_batches),
             auth=self._auth,
         )
+        self._own_tracer_provider: SdkTracerProvider | None = None
+        self._tracing = self._new_tracing(tracer_provider) if config.otel else None
         self._registry_service = RegistryService(
             self.registry,
             config.token,
@@ -84,6 +104,7 @@ class ServerApp:
             self._gate,
             config.outgoing_tls,
             config.provider_check_timeout,
+            interceptors=self._tracing.client_interceptors() if self._tracing else (),
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
         self._registration: ProviderRegistration | None = None
@@ -92,6 +113,8 @@ class ServerApp:
         self._providers = ProviderMonitor(
             self.registry, self._registry_service, config.provider_lease, self._health
         )
+        self._metrics_listener: MetricsListener | None = None
+        self._snapshots: SnapshotWriter | None = None
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
         self._lock_timer: asyncio.TimerHandle | None = None
@@ -102,7 +125,7 @@ class ServerApp:
         """Load the tools, listen, and report SERVING."""
         self.registry.register(self._definitions())
         self._public = self._new_server(reuse_port=self.config.reuse_port)
-        self.tools.add_to(self._public)
+        self.tools.add_to(self._public, self._tracing)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._public)
         enable_reflection(self._public, [_TOOL_SERVICE, health.SERVICE_NAME])
         self.port = _bind(self._public, self.config.public_address, self._credentials())
@@ -115,6 +138,7 @@ class ServerApp:
             await self._internal.start()
             self._providers.start()
         self._schedule_lock()
+        self._start_metrics()
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         _log.info(
@@ -176,8 +200,64 @@ class ServerApp:
         await self._registry_service.close()
         if self._call_log is not None:
             self._call_log.close()
+        await self._stop_metrics()
+        if self._own_tracer_provider is not None:
+            await asyncio.to_thread(self._own_tracer_provider.shutdown)  # exports what is left
         self._remove_socket()
         _log.info("stopped")
+
+    def _new_tracing(self, provider: TracerProvider | None) -> Tracing:
+        try:
+            from .tracing import Tracing, provider_from_environment
+        except ImportError as error:
+            raise ValueError(
+                f"--otel needs OpenTelemetry ({error}): pip install 'llmworker[otel]'"
+            ) from error
+        if provider is None:
+            provider = self._own_tracer_provider = provider_from_environment()
+        return Tracing(provider, self.tools.next_call_id)
+
+    def _new_metrics(self) -> ServerMetrics | None:
+        if self.config.metrics_address is None and self.config.metrics_snapshots is None:
+            return None
+        gauges = Gauges(
+            in_flight=lambda: self.tools.in_flight,
+            tools=lambda: len(self.registry.handle),
+            providers_up=lambda: self._providers.up,
+            paused_batches=lambda: len(self.tools.paused_batches),
+            watchers=lambda: self.tools.watch.watchers,
+        )
+        return ServerMetrics(gauges, is_tool=self.registry.handle.__contains__)
+
+    def _new_call_log(self) -> CallLog | None:
+        """Where finished calls go: log lines at INFO, and the metrics (None: nowhere)."""
+        logged = logging.getLogger("llmworker.server.calls").isEnabledFor(logging.INFO)
+        if not logged and self.metrics is None:
+            return None
+        json_lines = self.config.log_format == "json"
+        return CallLog(sys.stderr if logged else None, json_lines=json_lines, metrics=self.metrics)
+
+    def _start_metrics(self) -> None:
+        if self.metrics is None:
+            return
+        if self.config.metrics_address is not None:
+            self._metrics_listener = MetricsListener(
+                self.config.metrics_address, self.metrics, self.config.tls
+            )
+        if self.config.metrics_snapshots is not None:
+            self._snapshots = SnapshotWriter(self.config.metrics_snapshots, self.metrics)
+            self._snapshots.start()
+
+    async def _stop_metrics(self) -> None:
+        if self._snapshots is not None:
+            await self._snapshots.stop()
+        if self._metrics_listener is not None:
+            await self._metrics_listener.aclose()
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The port metrics are served on (``--metrics-address`` with port 0 picks one)."""
+        return self._metrics_listener.port if self._metrics_listener else None
 
     def _remove_socket(self) -> None:
         if self.internal_target and self.internal_target.startswith("unix:"):

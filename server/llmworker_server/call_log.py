@@ -8,34 +8,57 @@ status and two clock readings per call, and writes the formatted lines with one 
     2026-11-29 21:02:14,546 INFO llmworker.server.calls tool=echo status=OK duration_ms=0.081
 
 and, when the server checks callers, `` caller=<label>`` (a label is printable ASCII
-without spaces, checked when the token file is read).
+without spaces, checked when the token file is read). With ``--log-format json`` a line is
+one object with the keys of every JSON line (``log_format.py``) and ``tool``, ``status``,
+``duration_ms`` and ``caller`` (null when callers are not checked).
+
+The same flush counts the calls in the Prometheus metrics, if any (``metrics.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from typing import Final, TextIO
 
 from llmworker._text import printable
 
+from .log_format import utc_stamp
+from .metrics import ServerMetrics
+
 __all__ = ["CallLog"]
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_REMEMBERED_NAMES: Final = 4096
 _LINE = "%s,%03d INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\n"
+_JSON_LINE = (
+    '{"time":"%s.%03dZ","level":"INFO","logger":"llmworker.server.calls",'
+    '"message":"tool=%s status=%s duration_ms=%.3f","tool":%s,"status":"%s",'
+    '"duration_ms":%.3f,"caller":%s}\n'
+)
 
 
 class CallLog:
-    """Buffers call records and writes them to ``stream`` periodically.
+    """Buffers call records and, periodically, writes them to ``stream`` (None: no lines)
+    and counts them in ``metrics``.
 
     Times are ``time.perf_counter()`` readings; a line's wall-clock time is derived when it is
     written, so a clock step shows up at most ``interval`` seconds late.
     """
 
-    def __init__(self, stream: TextIO, interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        stream: TextIO | None,
+        interval: float = 0.2,
+        *,
+        json_lines: bool = False,
+        metrics: ServerMetrics | None = None,
+    ) -> None:
         self._stream = stream
+        self._json = json_lines
+        self._metrics = metrics
         self._interval = interval
         # tool, status, started, ended, caller
         self._pending: list[tuple[str, str, float, float, str]] = []
@@ -55,6 +78,17 @@ class CallLog:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        if self._metrics is not None:
+            self._metrics.count(
+                (tool, status, ended - started) for tool, status, started, ended, _ in pending
+            )
+        if self._stream is None:
+            return
+        lines = self._json_lines(pending) if self._json else self._text_lines(pending)
+        self._stream.write("".join(lines))
+        self._stream.flush()
+
+    def _text_lines(self, pending: list[tuple[str, str, float, float, str]]) -> list[str]:
         to_wall = time.time() - time.perf_counter()
         stamped, stamp = -1, ""
         shown = self._shown
@@ -67,14 +101,34 @@ class CallLog:
             name = shown.get(tool) or self._show(tool)
             line = _LINE % (stamp, millis, name, status, (ended - started) * 1000)
             append(line if not caller else f"{line[:-1]} caller={caller}\n")
-        self._stream.write("".join(lines))
-        self._stream.flush()
+        return lines
+
+    def _json_lines(self, pending: list[tuple[str, str, float, float, str]]) -> list[str]:
+        to_wall = time.time() - time.perf_counter()
+        stamped, stamp = -1, ""
+        shown = self._shown
+        lines: list[str] = []
+        for tool, status, started, ended, caller in pending:
+            second, millis = divmod(int((ended + to_wall) * 1000), 1000)
+            if second != stamped:
+                stamped, stamp = second, utc_stamp(second)
+            name = shown.get(tool) or self._show(tool)  # as JSON: "echo", with the quotes
+            milliseconds = (ended - started) * 1000
+            lines.append(
+                _JSON_LINE
+                % (stamp, millis, name[1:-1], status, milliseconds, name, status, milliseconds,
+                   json.dumps(caller) if caller else "null")
+            )  # fmt: skip
+        return lines
 
     def _show(self, tool: str) -> str:
         """``tool`` as a line shows it: as is when a valid tool name, else quoted."""
         if len(self._shown) >= _MAX_REMEMBERED_NAMES:
             self._shown.clear()
-        name = self._shown[tool] = tool if _TOOL_NAME.fullmatch(tool) else _quoted(tool)
+        name = tool if _TOOL_NAME.fullmatch(tool) else _quoted(tool)
+        if self._json:
+            name = json.dumps(name)
+        self._shown[tool] = name
         return name
 
     def close(self) -> None:

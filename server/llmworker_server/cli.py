@@ -5,18 +5,25 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import platform
 import sys
 from collections.abc import Sequence
 
-from llmworker import ClientTls
+import grpc
+
+from llmworker import ClientTls, ToolRegistryError, __version__
 
 from .config import ServerConfig
+from .event_loop import choose_loop
+from .log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
 from .tls import TlsFiles
 from .workers import run_workers
 
 __all__ = ["main", "parse_args"]
+
+_log = logging.getLogger("llmworker.server.lifecycle")
 
 
 def _refuse_secrets_on_the_command_line(
@@ -86,6 +93,11 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         max_connection_age_grace=args.max_connection_age_grace,
         grace_seconds=args.grace_seconds,
         log_level=args.log_level,
+        log_format=args.log_format,
+        metrics_address=args.metrics_address,
+        metrics_snapshots=args.metrics_snapshots,
+        otel=args.otel,
+        loop=args.loop,
         provider_lease=args.provider_lease,
         provider_check_timeout=args.provider_check_timeout,
         register_with=args.register_with,
@@ -127,19 +139,34 @@ def _outgoing_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until SIGTERM/SIGINT; exit 0 after a graceful stop."""
     config = parse_args(argv)
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
-    # Start, stop and the port served are always reported; --log-level governs the rest.
-    logging.getLogger("llmworker.server.lifecycle").setLevel(
-        min(logging.INFO, logging.getLevelNamesMapping()[config.log_level])
-    )
+    configure_logging(config.log_level, config.log_format)
     if config.workers > 1:
-        return run_workers(sys.argv[1:] if argv is None else argv, config.workers)
+        _log_start(config, "the parent of the workers")
+        return run_workers(sys.argv[1:] if argv is None else argv, config)
     try:
-        return serve_until_signal(config)
-    except (OSError, ValueError) as error:
-        logging.getLogger("llmworker.server.lifecycle").error("%s", error)
+        loop = choose_loop(config.loop)
+        if config.metrics_snapshots is None:  # a worker's parent has said it all
+            _log_start(config, f"event loop {loop.name}")
+        return serve_until_signal(config, loop)
+    except (OSError, ValueError, ToolRegistryError) as error:
+        _log.error("%s", error)
         return 1
+
+
+def _log_start(config: ServerConfig, role: str) -> None:
+    """The release, the platform and every setting that differs from its default (in JSON,
+    every setting, as ``config``); never a secret."""
+    described = config.described()
+    defaults = ServerConfig().described()
+    changed = " ".join(
+        f"{name}={value}" for name, value in described.items() if value != defaults.get(name)
+    )
+    _log.info(
+        "llmworker-server %s starting (Python %s, grpcio %s, %s); settings: %s",
+        __version__,
+        platform.python_version(),
+        grpc.__version__,
+        role,
+        changed or "all defaults",
+        extra={FIELDS: {"version": __version__, "config": described}},
+    )

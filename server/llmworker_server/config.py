@@ -5,14 +5,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from llmworker import ClientTls
 
 from .tls import TlsFiles
 
-__all__ = ["ServerConfig", "default_internal_socket", "is_loopback"]
+__all__ = ["ServerConfig", "default_internal_socket", "is_loopback", "split_address"]
 
 
 def default_internal_socket() -> Path:
@@ -53,6 +53,13 @@ class ServerConfig:
     max_connection_age_grace: float = 30.0
     grace_seconds: float = 10.0
     log_level: str = "INFO"
+    log_format: str = "text"
+    metrics_address: str | None = None
+    """Where to serve Prometheus metrics (HOST:PORT); None serves none."""
+    metrics_snapshots: Path | None = None
+    """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""
+    otel: bool = False
+    loop: str = "auto"
     provider_lease: float = 8.0
     """Seconds a provider may fail every check before its tools are removed."""
     provider_check_timeout: float = 5.0
@@ -73,6 +80,27 @@ class ServerConfig:
     @property
     def public_address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def described(self) -> dict[str, object]:
+        """Every setting as JSON-ready values, without secrets: the token and the outgoing
+        TLS key show only whether they are set."""
+        described: dict[str, object] = {}
+        for setting in fields(self):
+            value: object = getattr(self, setting.name)
+            if setting.name == "token":
+                value = "set" if value else None
+            elif isinstance(value, ClientTls):
+                value = {
+                    "root_ca": value.root_ca is not None,
+                    "client_cert": bool(value.cert_chain),
+                }
+            elif isinstance(value, TlsFiles):
+                client_ca = str(value.client_ca) if value.client_ca else None
+                value = {"cert": str(value.cert), "key": str(value.key), "client_ca": client_ca}
+            elif isinstance(value, Path):
+                value = str(value)
+            described[setting.name] = value
+        return described
 
     def check(self) -> None:
         """Refuse unsafe or contradictory settings with what to change."""
@@ -115,6 +143,8 @@ class ServerConfig:
         ]:
             if not seconds >= 0:  # also refuses NaN
                 raise ValueError(f"{flag} must be a number of seconds, 0 or more")
+        if self.metrics_address is not None:
+            split_address(self.metrics_address)
         if self.workers < 1:
             raise ValueError("--workers must be at least 1")
         if self.workers > 1 and self.port == 0:
@@ -133,6 +163,12 @@ class ServerConfig:
                 f"--host {self.host} would serve plaintext beyond this machine: anyone on the "
                 "network could read and forge calls; serve TLS with --tls-cert and --tls-key, "
                 "or add --allow-insecure (e.g. behind a proxy that terminates TLS)"
+            )
+        if self.metrics_address and not is_loopback(split_address(self.metrics_address)[0]):
+            raise ValueError(
+                f"--metrics-address {self.metrics_address} would serve metrics in plaintext "
+                "beyond this machine; serve TLS with --tls-cert and --tls-key, or add "
+                "--allow-insecure"
             )
         internal_host = (self.internal_address or "").rpartition(":")[0]
         if self.internal_address and not is_loopback(internal_host):
@@ -153,3 +189,13 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as host and port; ValueError naming it."""
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:9464, or [::1]:9464 for IPv6)"
+        )
+    return host.strip("[]"), int(port)

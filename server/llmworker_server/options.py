@@ -325,10 +325,41 @@ def build_parser() -> argparse.ArgumentParser:
         "this long before refusing calls, so that load balancers move away (default "
         "%(default)s)",
     )
-    calls.add_argument(
+    _add_operations(parser)
+    return parser
+
+
+def _add_operations(parser: argparse.ArgumentParser) -> None:
+    operations = parser.add_argument_group("operations")
+    operations.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="INFO logs one line per call (default %(default)s)",
     )
-    return parser
+    operations.add_argument(
+        "--log-format",
+        default="text",
+        choices=["text", "json"],
+        help="json: one object a line, keys time, level, logger, message (calls add tool, "
+        "status, duration_ms and caller) (default %(default)s)",
+    )
+    operations.add_argument(
+        "--metrics-address",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics over HTTP at /metrics there (over TLS with "
+        "--tls-cert); with --workers, the parent serves the sum of all processes",
+    )
+    operations.add_argument("--metrics-snapshots", type=Path, help=argparse.SUPPRESS)
+    operations.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace every call with OpenTelemetry, exported by OTLP as the OTEL_* variables "
+        "say (pip install 'llmworker[otel]')",
+    )
+    operations.add_argument(
+        "--loop",
+        default="auto",
+        choices=["auto", "asyncio", "uvloop"],
+        help="the event loop: auto is uvloop where it is installed (default %(default)s)",
+    )

@@ -28,6 +28,7 @@ from typing import Final
 from .app import ServerApp
 from .config import ServerConfig
 from .daemon_executor import DaemonThreadExecutor
+from .event_loop import EventLoopChoice
 
 __all__ = ["serve_until_signal"]
 
@@ -36,13 +37,13 @@ _SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 _DEADLINE_MARGIN: Final = 0.9
 
 
-def serve_until_signal(config: ServerConfig) -> int:
-    """Serve ``config`` until a signal; 0 after a graceful stop."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(DaemonThreadExecutor())
-    app = ServerApp(config)
-    main = loop.create_task(_serve(app, loop))
+def serve_until_signal(config: ServerConfig, event_loop: EventLoopChoice) -> int:
+    """Serve ``config`` on a new ``event_loop`` until a signal; 0 after a graceful stop."""
+    loop = event_loop.new_event_loop()
     try:
+        loop.set_default_executor(DaemonThreadExecutor())
+        app = ServerApp(config)
+        main = loop.create_task(_serve(app, loop))
         while True:
             try:
                 loop.run_until_complete(main)

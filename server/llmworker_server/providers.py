@@ -88,6 +88,11 @@ class ProviderMonitor:
                 elif now - self._passed.setdefault(provider, now) >= self._lease:
                     self._expire(provider)
 
+    @property
+    def up(self) -> int:
+        """Providers whose last health check passed."""
+        return sum(self._reported.values())
+
     async def _report(self, provider: str, serving: bool | None) -> None:
         """Set ``provider``'s status in the server's health service (None: it left)."""
         if self._health is None or self._reported.get(provider) == serving:

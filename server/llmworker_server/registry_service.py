@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Sequence
 from typing import Final
 
 import grpc
@@ -49,6 +50,7 @@ class RegistryService:
         gate: DrainGate | None = None,
         provider_tls: ClientTls | None = None,
         check_timeout: float = 5.0,
+        interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
     ) -> None:
         self._registry = registry
         self._expected = f"Bearer {token}".encode() if token else None
@@ -56,6 +58,7 @@ class RegistryService:
         self._gate = gate
         self._provider_tls = provider_tls
         self._check_timeout = check_timeout
+        self._interceptors = interceptors
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._closing: set[asyncio.Task[None]] = set()  # channels being closed
 
@@ -300,7 +303,8 @@ class RegistryService:
     def _channel(self, target: str) -> grpc.aio.Channel:
         channel = self._channels.get(target)
         if channel is None:
-            channel = self._channels[target] = aio_channel(target, self._provider_tls)
+            channel = aio_channel(target, self._provider_tls, interceptors=self._interceptors)
+            self._channels[target] = channel
         return channel
 
     def channel_of(self, provider: str) -> grpc.aio.Channel:

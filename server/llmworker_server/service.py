@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterable
-from typing import Final, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import grpc.aio
 
@@ -52,7 +52,13 @@ from .rpc import (
 )
 from .watch import DefinitionsWatch
 
+if TYPE_CHECKING:  # imported with --otel only
+    from .tracing import Tracing
+
 __all__ = ["ToolService"]
+
+RequestT = TypeVar("RequestT")
+ResponseT = TypeVar("ResponseT")
 
 _SERVICE: Final = "llmworker.v1.ToolService"
 _EMPTY_NAME: Final = ErrorStatus.of(
@@ -116,52 +122,67 @@ class ToolService:
         """The batches paused and awaiting ResumeBatch."""
         return self._batches.paused
 
-    def add_to(self, server: grpc.aio.Server) -> None:
+    def add_to(self, server: grpc.aio.Server, tracing: Tracing | None = None) -> None:
+        """Serve the ToolService on ``server``, each RPC in a span when ``tracing``."""
+
+        def traced(
+            method: str, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
+        ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
+            return behavior if tracing is None else tracing.unary(_SERVICE, method, behavior)
+
+        def traced_stream(
+            method: str, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]]
+        ) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
+            return behavior if tracing is None else tracing.stream(_SERVICE, method, behavior)
+
+        def guarded_unary(
+            method: str, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
+        ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
+            return traced(method, guarded(behavior, method, self._gate))
+
         add_service(
             server,
             _SERVICE,
             {
                 "GetTool": unary(
-                    guarded(self.get_tool, "GetTool", self._gate),
+                    guarded_unary("GetTool", self.get_tool),
                     pb.GetToolRequest.FromString,
                     pb.GetToolResponse.SerializeToString,
                 ),
                 "CallTool": unary(
-                    self.call_tool,
+                    traced("CallTool", self.call_tool),
                     pb.CallToolRequest.FromString,
                     pb.CallToolResponse.SerializeToString,
                 ),
                 "ListDefinitionsSorted": unary(
-                    guarded(
-                        self._listing.list_definitions_sorted, "ListDefinitionsSorted", self._gate
-                    ),
+                    guarded_unary("ListDefinitionsSorted", self._listing.list_definitions_sorted),
                     pb.ListDefinitionsSortedRequest.FromString,
                     _as_is,
                 ),
                 "CallTools": unary(
-                    guarded(self._batches.call_tools, "CallTools", self._gate),
+                    guarded_unary("CallTools", self._batches.call_tools),
                     pb.CallToolsRequest.FromString,
                     pb.CallToolsResponse.SerializeToString,
                 ),
                 "RunProviderToolCalls": unary(
-                    guarded(
-                        self._batches.run_provider_tool_calls, "RunProviderToolCalls", self._gate
-                    ),
+                    guarded_unary("RunProviderToolCalls", self._batches.run_provider_tool_calls),
                     pb.RunProviderToolCallsRequest.FromString,
                     pb.RunProviderToolCallsResponse.SerializeToString,
                 ),
                 "ResumeBatch": unary(
-                    guarded(self._batches.resume_batch, "ResumeBatch", self._gate),
+                    guarded_unary("ResumeBatch", self._batches.resume_batch),
                     pb.ResumeBatchRequest.FromString,
                     pb.CallToolsResponse.SerializeToString,
                 ),
                 "CallToolStream": server_streaming(
-                    self._streams.call_tool_stream,
+                    traced_stream("CallToolStream", self._streams.call_tool_stream),
                     pb.CallToolRequest.FromString,
                     pb.CallToolEvent.SerializeToString,
                 ),
                 "WatchDefinitions": server_streaming(
-                    self._watch.watch_definitions, pb.WatchDefinitionsRequest.FromString, _as_is
+                    traced_stream("WatchDefinitions", self._watch.watch_definitions),
+                    pb.WatchDefinitionsRequest.FromString,
+                    _as_is,
                 ),
             },
         )

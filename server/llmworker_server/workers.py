@@ -17,10 +17,16 @@ import logging
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
+
+from .config import ServerConfig
+from .metrics_http import MetricsListener
+from .worker_metrics import WorkerMetrics
 
 __all__ = ["run_workers"]
 
@@ -35,15 +41,16 @@ _MAX_STARTUP_FAILURES = 4
 """Consecutive failures at start of one worker slot before the parent gives up."""
 
 
-def _without_workers_flag(argv: Sequence[str]) -> list[str]:
+def _without(flags: tuple[str, ...], argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``flags`` (each taking a value, as ``--flag V`` or ``--flag=V``)."""
     arguments: list[str] = []
     skip = False
     for argument in argv:
         if skip:
             skip = False
-        elif argument == "--workers":
+        elif argument in flags:
             skip = True
-        elif not argument.startswith("--workers="):
+        elif not argument.startswith(tuple(f"{flag}=" for flag in flags)):
             arguments.append(argument)
     return arguments
 
@@ -75,8 +82,9 @@ class _Slot:
 
 
 class _Supervisor:
-    def __init__(self, child_argv: list[str], count: int) -> None:
+    def __init__(self, child_argv: list[str], count: int, metrics: WorkerMetrics | None) -> None:
         self._argv = child_argv
+        self._metrics = metrics
         self._slots = [_Slot(number) for number in range(1, count + 1)]
         self._stop_signal: int | None = None
         self._gave_up = False
@@ -120,6 +128,8 @@ class _Supervisor:
         if code is None:
             return
         pid, slot.process = slot.process.pid, None
+        if self._metrics is not None:
+            self._metrics.retire(pid, replaced=not self._stopping)
         if self._stopping:
             codes[slot.number] = code
             return
@@ -176,15 +186,28 @@ class _Supervisor:
         return max(failures, key=abs) if failures else 0
 
 
-def run_workers(argv: Sequence[str], count: int) -> int:
-    """Run and supervise ``count`` children with ``argv`` (minus ``--workers``) until
-    SIGTERM/SIGINT; 0 if they all stopped cleanly."""
+def run_workers(argv: Sequence[str], config: ServerConfig) -> int:
+    """Run and supervise ``config.workers`` children with ``argv`` (minus ``--workers``)
+    until SIGTERM/SIGINT, serving their metrics; 0 if they all stopped cleanly."""
     child_argv = [
         sys.executable,
         "-P",
         "-m",
         "llmworker_server",
-        *_without_workers_flag(argv),
+        *_without(("--workers", "--metrics-address"), argv),
         "--reuse-port",
     ]
-    return _Supervisor(child_argv, count).run()
+    if config.metrics_address is None:
+        return _Supervisor(child_argv, config.workers, None).run()
+    with tempfile.TemporaryDirectory(prefix="llmworker-metrics-") as directory:
+        metrics = WorkerMetrics(Path(directory), config.workers)
+        try:
+            listener = MetricsListener(config.metrics_address, metrics, config.tls)
+        except OSError as error:
+            _log.error("--metrics-address %s: %s", config.metrics_address, error)
+            return 1
+        try:
+            child_argv += ["--metrics-snapshots", directory]
+            return _Supervisor(child_argv, config.workers, metrics).run()
+        finally:
+            listener.close()
