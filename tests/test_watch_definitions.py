@@ -158,3 +158,25 @@ async def registry_add(app: ServerApp, name: str) -> None:
     assert app.internal_target is not None
     async with ToolRegistryClient(app.internal_target, TOKEN) as registry:
         await registry.register_tool(ToolMeta(name), "127.0.0.1:1")
+
+
+async def test_a_watch_that_fails_inside_the_server_ends_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with serve() as served:
+
+        def broken(*arguments: object) -> object:
+            raise RuntimeError("a defect in the listing")
+
+        monkeypatch.setattr(served.app.tools.watch._listing, "listing_for", broken)  # pyright: ignore[reportPrivateUsage]
+        async with grpc.aio.insecure_channel(served.target) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await stub.WatchDefinitions(pb.WatchDefinitionsRequest()).read()
+            failure = failure_of(raised.value)
+            assert failure.code == grpc.StatusCode.INTERNAL
+            assert failure.reason == "TOOL_INTERNAL"
+            assert "WatchDefinitions failed inside the server (RuntimeError)" in failure.message
+            # the server goes on serving
+            reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text":"x"}'))
+            assert reply.output == "x"

@@ -110,17 +110,45 @@ def guarded(
             problem: BaseException = error
         except BaseException as error:
             problem = error
-        _FAILURES.report_where(method, f"method={method}", problem)
-        await abort(
-            context,
-            ErrorStatus.of(
-                Reason.TOOL_INTERNAL,
-                f"{method} failed inside the server ({type(problem).__name__}); the server "
-                "logged it; retry, and report it if it persists",
-            ),
-        )
+        await _abort_failed(context, method, problem)
 
     return handle
+
+
+def guarded_stream(
+    behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]], method: str
+) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
+    """``guarded`` for a server-streaming ``behavior``: what it raises unexpectedly, after
+    the messages it sent, ends the stream with INTERNAL / TOOL_INTERNAL."""
+
+    async def handle(request: RequestT, context: Context) -> AsyncIterator[ResponseT]:
+        try:
+            async for message in behavior(request, context):
+                yield message
+            return
+        except (grpc.aio.AbortError, GeneratorExit):
+            raise  # an abort, or the stream closed (the client left)
+        except asyncio.CancelledError as error:
+            if is_requested_cancel():
+                raise
+            problem: BaseException = error
+        except BaseException as error:
+            problem = error
+        await _abort_failed(context, method, problem)
+
+    return handle
+
+
+async def _abort_failed(context: Context, method: str, problem: BaseException) -> NoReturn:
+    _FAILURES.report_where(method, f"method={method}", problem)
+    await abort(
+        context,
+        ErrorStatus.of(
+            Reason.TOOL_INTERNAL,
+            f"{method} failed inside the server ({type(problem).__name__}); the server "
+            "logged it; retry, and report it if it persists",
+        ),
+    )
 
 
 def unary(

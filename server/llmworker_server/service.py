@@ -45,6 +45,7 @@ from .rpc import (
     abort_malformed,
     add_service,
     guarded,
+    guarded_stream,
     is_requested_cancel,
     malformed_status,
     server_streaming,
@@ -180,7 +181,10 @@ class ToolService:
                     pb.CallToolEvent.SerializeToString,
                 ),
                 "WatchDefinitions": server_streaming(
-                    traced_stream("WatchDefinitions", self._watch.watch_definitions),
+                    traced_stream(
+                        "WatchDefinitions",
+                        guarded_stream(self._watch.watch_definitions, "WatchDefinitions"),
+                    ),
                     pb.WatchDefinitionsRequest.FromString,
                     _as_is,
                 ),
