@@ -80,22 +80,24 @@ class Tracing:
     def __init__(self, provider: trace.TracerProvider, next_call_id: Callable[[], str]) -> None:
         self._tracer = provider.get_tracer("llmworker", __version__)
         self._next_call_id = next_call_id
+        # The metadata keys the configured propagators read; no other key reaches them.
+        self._context_keys = frozenset(propagate.get_global_textmap().fields)
 
     def _start(self, service: str, method: str, request: object, context: Context) -> Span:
         """A SERVER span for ``request``, child of the trace context its metadata carries."""
         carrier = {
             key: value
             for key, value in context.invocation_metadata() or ()
-            if isinstance(value, str)
+            if key in self._context_keys and isinstance(value, str)
         }
         span = self._tracer.start_span(
             f"{service}/{method}",
-            context=propagate.extract(carrier),
+            context=propagate.extract(carrier) if carrier else None,
             kind=SpanKind.SERVER,
             attributes={"rpc.system": "grpc", "rpc.service": service, "rpc.method": method},
         )
-        if not isinstance(request, MalformedRequest):
-            self._describe(span, request)
+        if span.is_recording() and not isinstance(request, MalformedRequest):
+            self._describe(span, request)  # an unsampled call pays for none of this
         return span
 
     def _describe(self, span: Span, request: object) -> None:
