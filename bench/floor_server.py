@@ -27,6 +27,7 @@ from llmworker import Worker, tool_definitions
 from llmworker._wire import definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
+from llmworker_server.event_loop import choose_loop
 from llmworker_server.reflection import enable_reflection
 
 from .many_tools import build_class
@@ -149,8 +150,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--tools", type=int, default=0, help="benchmark tools to list")
     parser.add_argument("--reuse-port", action="store_true")
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = parser.parse_args()
-    asyncio.run(serve(args.port, args.tools, args.reuse_port))
+    with asyncio.Runner(loop_factory=choose_loop(args.loop).new_event_loop) as runner:
+        runner.run(serve(args.port, args.tools, args.reuse_port))
 
 
 if __name__ == "__main__":

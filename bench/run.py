@@ -29,6 +29,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
+from bench.otlp_sink import OtlpSink
 from bench.watchers import watch_fanout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,6 +49,12 @@ class Scenario:
     with_proto: bool = False
     round_factor: int = 1  # more rounds for a steadier median: the performance bar's scenario
     calls_per_request: int = 1  # CallTools batches: tool calls per RPC
+    # The server runs as deployed (uvloop, metrics on); the floor on uvloop too, unless a
+    # scenario compares with something else.
+    server_flags: tuple[str, ...] = ()
+    floor_loop: str = "uvloop"
+    traced: bool = False  # --otel, exporting to an OTLP receiver in this process
+    metrics: bool = True
 
 
 @dataclass
@@ -73,7 +80,8 @@ class Result:
     server: Measurement
     ratio: float
     round_ratios: list[float]
-    notes: list[str] = field(default_factory=list[str])
+    notes: list[str] = field(default_factory=list[str])  # what went wrong: make bench fails
+    spans_exported: int | None = None  # a traced scenario's, as the OTLP receiver counted
 
 
 class Process:
@@ -81,13 +89,17 @@ class Process:
     supervisor: no reader in this process competes for the cores)."""
 
     def __init__(
-        self, command: Sequence[str], log: Path, preexec: Callable[[], None] | None = None
+        self,
+        command: Sequence[str],
+        log: Path,
+        preexec: Callable[[], None] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.log = log
         with log.open("w") as output:
             self.process = subprocess.Popen(
                 command, cwd=REPO, stdout=output, stderr=subprocess.STDOUT, text=True,
-                preexec_fn=preexec,
+                preexec_fn=preexec, env={**os.environ, **(env or {})},
             )  # fmt: skip
 
     def wait_port(self, timeout: float = 120) -> int:
@@ -189,24 +201,31 @@ def ghz(
     )
 
 
-def server_command(tools: str, workers: int, port: int) -> list[str]:
+def server_command(
+    tools: str, workers: int, port: int, flags: Sequence[str] = ("--metrics-address", "127.0.0.1:0")
+) -> list[str]:
+    """The server as ``make bench`` runs it: call log at INFO, by default metrics on too."""
     command = [sys.executable, "-m", "llmworker_server", "--no-internal", "--port", str(port),
-               "--log-level", "INFO", "--workers", str(workers)]  # fmt: skip
+               "--log-level", "INFO", "--workers", str(workers), *flags]  # fmt: skip
     if tools == "demo":
         return [*command, "--demo"]
     return [*command, "--tools", f"bench.many_tools:tools_{tools}"]
 
 
-def floor_command(tools: str, workers: int, port: int) -> list[str]:
-    command = [sys.executable, "-m", "bench.floor_server", "--port", str(port)]
+def floor_command(tools: str, workers: int, port: int, loop: str = "uvloop") -> list[str]:
+    command = [sys.executable, "-m", "bench.floor_server", "--port", str(port), "--loop", loop]
     if tools != "demo":
         command += ["--tools", tools]
     return command + (["--reuse-port"] if workers > 1 else [])
 
 
-def start(command: Sequence[str], workers: int, log: Path) -> list[Process]:
+def start(
+    command: Sequence[str], workers: int, log: Path, env: Mapping[str, str] | None = None
+) -> list[Process]:
     """Start ``workers`` floor processes, or one server process; wait for SERVING."""
-    processes = [Process(command, log.with_suffix(f".{index}.log")) for index in range(workers)]
+    processes = [
+        Process(command, log.with_suffix(f".{index}.log"), env=env) for index in range(workers)
+    ]
     try:
         ports = {process.wait_port() for process in processes}
         wait_serving(ports.pop())
@@ -223,11 +242,16 @@ def measure(scenario: Scenario, workers: int, rounds: int, workdir: Path) -> Res
     port = {"floor": 0, "server": 0} if workers == 1 else {
         "floor": WORKERS_PORT, "server": WORKERS_PORT + 1}  # fmt: skip
     log = workdir / f"{scenario.name}-{workers}"
-    floors = start(floor_command(scenario.tools, workers, port["floor"]), workers,
-                   log.with_name(log.name + "-floor"))  # fmt: skip
+    floors = start(floor_command(scenario.tools, workers, port["floor"], scenario.floor_loop),
+                   workers, log.with_name(log.name + "-floor"))  # fmt: skip
+    sink = OtlpSink() if scenario.traced else None
     try:
-        servers = start(server_command(scenario.tools, workers, port["server"]), 1,
-                        log.with_name(log.name + "-server"))  # fmt: skip
+        flags = [*scenario.server_flags, *(["--otel"] if sink else [])]
+        if scenario.metrics:
+            flags += ["--metrics-address", "127.0.0.1:0"]
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint} if sink else None
+        servers = start(server_command(scenario.tools, workers, port["server"], flags), 1,
+                        log.with_name(log.name + "-server"), env)  # fmt: skip
         try:
             targets = {"floor": (floors, floors[0].wait_port()),
                        "server": (servers, servers[0].wait_port())}  # fmt: skip
@@ -246,6 +270,8 @@ def measure(scenario: Scenario, workers: int, rounds: int, workdir: Path) -> Res
     finally:
         for process in floors:
             process.stop()
+        if sink is not None:
+            sink.stop()
     ratios = [round(s.rps / f.rps, 3) for f, s in zip(runs["floor"], runs["server"], strict=True)]
     result = Result(scenario.name, workers, median_run(runs["floor"]), median_run(runs["server"]),
                     statistics.median(ratios), ratios)  # fmt: skip
@@ -257,6 +283,8 @@ def measure(scenario: Scenario, workers: int, rounds: int, workdir: Path) -> Res
     expected = scenario.expected_errors * scenario.count // 100 * rounds
     if errors != expected:
         result.notes.append(f"expected {expected} errors in {rounds} rounds, got {codes}")
+    if sink is not None:
+        result.spans_exported = sink.spans
     return result
 
 
@@ -300,6 +328,15 @@ def scenarios(smoke: bool) -> list[Scenario]:
     return [
         Scenario("echo_64b", "CallTool", [echo("x" * 50)], int(12_000 * scale) + 100,
                  round_factor=2),
+        Scenario("echo_64b_asyncio_floor", "CallTool", [echo("x" * 50)],
+                 int(12_000 * scale) + 100, floor_loop="asyncio"),
+        Scenario("echo_64b_all_asyncio", "CallTool", [echo("x" * 50)],
+                 int(12_000 * scale) + 100, server_flags=("--loop", "asyncio"),
+                 floor_loop="asyncio"),
+        Scenario("echo_64b_no_metrics", "CallTool", [echo("x" * 50)],
+                 int(12_000 * scale) + 100, metrics=False),
+        Scenario("echo_64b_otel", "CallTool", [echo("x" * 50)], int(12_000 * scale) + 100,
+                 traced=True),
         Scenario("echo_64b_with_proto", "CallTool", [echo("x" * 50)], int(5_000 * scale) + 100,
                  with_proto=True),
         Scenario("echo_16kib", "CallTool", [echo("x" * 16_370)], int(10_000 * scale) + 100),
@@ -401,13 +438,15 @@ def print_table(results: list[Result], metrics: dict[str, float]) -> None:
           "  notes")  # fmt: skip
     for r in results:
         ghz_cpu = r.server.ghz_cpu_s / r.server.wall_s if r.server.wall_s else 0
+        spans = "" if r.spans_exported is None else f"{r.spans_exported} spans exported"
         print(f"{r.scenario:<22}{r.workers:>8}{r.floor.rps:>11.0f}{r.server.rps:>12.0f}"
               f"{r.ratio:>7.3f}{len(r.round_ratios):>6}: {min(r.round_ratios):.2f}-"
               f"{max(r.round_ratios):<5.2f}"
               f"{r.server.p50_ms:>8.2f}{r.server.p99_ms:>8.2f}"
               f"{r.floor.server_cpu_us_per_request:>8.0f}/{r.server.server_cpu_us_per_request:<7.0f}"
               f"{ghz_cpu:>8.0%}"
-              f"  {'; '.join(r.notes)}")  # fmt: skip
+              f"  {'; '.join(r.notes)}"
+              f"{spans}")  # fmt: skip
     for name, value in metrics.items():
         print(f"{name}: {value}")
 

@@ -26,7 +26,9 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
     report = json.loads(out.read_text())
     scenarios = {(result["scenario"], result["workers"]) for result in report["results"]}
     assert scenarios == {
-        ("echo_64b", 1), ("echo_64b_with_proto", 1), ("echo_16kib", 1), ("validate_order", 1),
+        ("echo_64b", 1), ("echo_64b_asyncio_floor", 1), ("echo_64b_all_asyncio", 1),
+        ("echo_64b_no_metrics", 1), ("echo_64b_otel", 1),
+        ("echo_64b_with_proto", 1), ("echo_16kib", 1), ("validate_order", 1),
         ("list_1000_tools", 1), ("list_1000_tools_openai_strict", 1),
         ("mixed_1pct_invalid", 1), ("call_tools_8_echo", 1), ("provider_openai_8_echo", 1),
         ("stream_100_chunks", 1),
@@ -37,6 +39,8 @@ def test_the_ghz_harness_runs_every_scenario_against_floor_and_server(tmp_path: 
         assert result["server"]["rps"] > 0
         assert result["ratio"] > 0
         assert result["notes"] == []
+    traced = next(r for r in report["results"] if r["scenario"] == "echo_64b_otel")
+    assert traced["spans_exported"] > 0  # the server's spans reached the OTLP receiver
     mixed = next(r for r in report["results"] if r["scenario"] == "mixed_1pct_invalid")
     assert mixed["server"]["status_codes"]["InvalidArgument"] == mixed["server"]["count"] // 100
     assert set(report["metrics"]) == {
