@@ -21,6 +21,7 @@ from typing import Final, Self, final
 import grpc
 import grpc.aio
 
+from ._balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
 from ._batch import BatchOutcome, Paused
 from ._caller_token import bearer_metadata
 from ._channel_owner import ChannelOwner
@@ -56,6 +57,10 @@ _WATCH_RETRY_FIRST: Final = 0.5
 _WATCH_RETRY_MAX: Final = 30.0
 
 
+def _service_config(config: str) -> tuple[str, str]:
+    return ("grpc.service_config", config)
+
+
 class _DefinitionsCache:
     """The last definitions a server sent, with their fingerprint."""
 
@@ -82,8 +87,18 @@ class _DefinitionsCache:
 class RemoteToolServerHandle(ChannelOwner):
     """A ToolServerHandle backed by a gRPC channel (asyncio)."""
 
-    def __init__(self, channel: grpc.aio.Channel, *, call_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        call_timeout: float | None = None,
+        retrying_channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        """Calls go through ``channel``; a call to a tool annotated idempotent or read-only
+        goes through ``retrying_channel`` instead, when given (``connect(balanced=True)``)."""
         self._channel = channel
+        self._retrying = retrying_channel
+        self._retrying_call = call_methods(retrying_channel)[0] if retrying_channel else None
         self._call_timeout = call_timeout
         self._cache = _DefinitionsCache()
         self._tools: dict[str, RemoteTool] = {}
@@ -111,17 +126,31 @@ class RemoteToolServerHandle(ChannelOwner):
         watch: bool = True,
         tls: ClientTls | None = None,
         token: str | None = None,
+        balanced: bool = False,
     ) -> RemoteToolServerHandle:
         """Open a channel to ``target`` (over TLS with ``tls``, else plaintext) and fetch
         the definitions; with ``watch`` (the default), keep them current as the server's
         registry changes (``WatchDefinitions``: no polling; a server without it is left to
         ``refresh()``). ``token`` goes with every call as ``authorization: Bearer`` (for a
-        server that checks callers)."""
-        options = [
+        server that checks callers).
+
+        ``balanced`` spreads calls over every replica ``target`` names
+        (``dns:///tools.internal:50051``, ``ipv4:10.0.0.1:50051,10.0.0.2:50051``) with gRPC's
+        ``round_robin`` and client-side health checking, and retries a call that failed with
+        UNAVAILABLE on another replica, but only for a tool annotated idempotent or read-only
+        (``llmworker._balancing``: any other call might then run twice)."""
+        options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
         ]
-        handle = cls(aio_channel(target, tls, options, token), call_timeout=call_timeout)
+        if not balanced:
+            channel, retrying = aio_channel(target, tls, options, token), None
+        else:
+            channel = aio_channel(target, tls, [*options, _service_config(SERVICE_CONFIG)], token)
+            retrying = aio_channel(
+                target, tls, [*options, _service_config(RETRYING_SERVICE_CONFIG)], token
+            )
+        handle = cls(channel, call_timeout=call_timeout, retrying_channel=retrying)
         try:
             await handle.refresh()
         except RemoteServiceError as error:
@@ -167,6 +196,8 @@ class RemoteToolServerHandle(ChannelOwner):
             self._watching.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watching
+        if self._retrying is not None:
+            await self._retrying.close()
         await super().close()
 
     async def refresh(self) -> bool:
@@ -186,9 +217,14 @@ class RemoteToolServerHandle(ChannelOwner):
 
     def _proxies(self) -> dict[str, RemoteTool]:
         return {
-            name: RemoteTool(self._channel, name, self._call_timeout)
-            for name in self._cache.by_name
+            name: RemoteTool(self._channel_for(meta), name, self._call_timeout)
+            for name, meta in self._cache.by_name.items()
         }
+
+    def _channel_for(self, meta: ToolMeta | None) -> grpc.aio.Channel:
+        if self._retrying is not None and retry_is_safe(meta):
+            return self._retrying
+        return self._channel
 
     def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
         """The cached meta and a proxy Tool for ``name``, or None."""
@@ -197,8 +233,11 @@ class RemoteToolServerHandle(ChannelOwner):
 
     async def call_tool(self, name: str, input_json: str) -> str:
         """Run ``name`` on the server; raises as ``ToolServerHandle.call_tool`` does."""
+        call = self._call
+        if self._retrying_call is not None and retry_is_safe(self._cache.by_name.get(name)):
+            call = self._retrying_call
         try:
-            response = await self._call(
+            response = await call(
                 pb.CallToolRequest(name=name, input_json=input_json), timeout=self._call_timeout
             )
         except grpc.aio.AioRpcError as rpc_error:
