@@ -27,11 +27,11 @@ from .loading import load_definitions
 from .metrics import Gauges, ServerMetrics
 from .metrics_http import MetricsListener
 from .paused_batches import PausedBatches
-from .provider_mode import ProviderRegistration
 from .providers import ProviderMonitor
 from .reflection import enable_reflection
 from .registry import Registry
 from .registry_service import RegistryService
+from .replica_registrations import ReplicaRegistrations
 from .service import ToolService
 from .tls import ListenerTls
 from .worker_metrics import SnapshotWriter
@@ -107,7 +107,7 @@ class ServerApp:
             interceptors=self._tracing.client_interceptors() if self._tracing else (),
         )
         self._tls = ListenerTls(config.tls) if config.tls is not None else None
-        self._registration: ProviderRegistration | None = None
+        self._registration: ReplicaRegistrations | None = None
         self._stopped = False
         self._health = ServerHealth()
         self._providers = ProviderMonitor(
@@ -333,13 +333,14 @@ class ServerApp:
 
     async def _register_with(self, target: str) -> None:
         config = self.config
-        registration = ProviderRegistration(
+        registration = ReplicaRegistrations(
             target,
             config.advertise or f"{config.host}:{self.port}",
             self.registry.handle.tool_definitions_sorted(),
             config.token,
             config.outgoing_tls,
             renew_every=config.provider_lease / 2,
+            resolve_every=config.register_resolve_interval,
         )
         await registration.start()
         self._registration = registration

@@ -101,6 +101,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         provider_lease=args.provider_lease,
         provider_check_timeout=args.provider_check_timeout,
         register_with=args.register_with,
+        register_resolve_interval=args.register_resolve_interval,
         advertise=args.advertise,
         workers=args.workers,
         reuse_port=args.reuse_port,

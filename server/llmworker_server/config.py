@@ -65,6 +65,8 @@ class ServerConfig:
     provider_check_timeout: float = 5.0
     """Seconds a registering provider has to answer GetTool for the tool (0: not asked)."""
     register_with: str | None = None
+    register_resolve_interval: float = 10.0
+    """Seconds between resolutions of a ``dns:`` --register-with name (replicas come and go)."""
     advertise: str | None = None
     workers: int = 1
     reuse_port: bool = False
@@ -130,6 +132,7 @@ class ServerConfig:
         ]
         timeouts.append(("--pause-ttl", self.pause_ttl))
         timeouts.append(("--provider-lease", self.provider_lease))
+        timeouts.append(("--register-resolve-interval", self.register_resolve_interval))
         for flag, seconds in timeouts:
             if not 0 < seconds < float("inf"):  # also refuses NaN
                 raise ValueError(f"{flag} must be a positive number of seconds")

@@ -223,8 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
     registry.add_argument(
         "--register-with",
         metavar="TARGET",
-        help="act as a provider: register this server's tools with the "
-        "internal listener at TARGET (uses the token)",
+        help="act as a provider: register this server's tools with the internal listener "
+        "at TARGET (uses the token); several replicas: ipv4:A:P,B:P,... or dns:///NAME:PORT "
+        "(every address it resolves to)",
+    )
+    registry.add_argument(
+        "--register-resolve-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often a dns: --register-with name is resolved again, to register with "
+        "replicas that appeared and leave those gone (default %(default)s)",
     )
     registry.add_argument(
         "--advertise",
