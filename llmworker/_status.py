@@ -65,6 +65,7 @@ class Reason(enum.StrEnum):
     PAUSED_BATCHES_FULL = "PAUSED_BATCHES_FULL"
     DEFINITION_FORMAT_UNSUPPORTED = "DEFINITION_FORMAT_UNSUPPORTED"
     TOOL_FORBIDDEN = "TOOL_FORBIDDEN"
+    BATCH_PAUSED_ELSEWHERE = "BATCH_PAUSED_ELSEWHERE"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -88,6 +89,7 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.PAUSED_BATCHES_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.DEFINITION_FORMAT_UNSUPPORTED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.TOOL_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
+    Reason.BATCH_PAUSED_ELSEWHERE: grpc.StatusCode.FAILED_PRECONDITION,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

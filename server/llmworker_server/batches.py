@@ -54,6 +54,17 @@ _UNKNOWN_TOKEN: Final = ErrorStatus.of(
 )
 
 
+def _paused_elsewhere(replica: str, here: str) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.BATCH_PAUSED_ELSEWHERE,
+        f"the batch was paused by replica {replica}, and this is replica {here}: a paused "
+        "batch lives in the memory of the replica that paused it; send ResumeBatch to that "
+        "replica (keep an agent's session on one replica: a sticky route, or a connection to "
+        "it), or send the calls again with CallTools",
+        replica=replica,
+    )
+
+
 class BatchCalls:
     """The batch RPCs of a ToolService, sharing its limits, in-flight count and errors."""
 
@@ -153,6 +164,13 @@ class BatchCalls:
         size = request.ByteSize()
         return await self._run(context, len(calls), names, size, calls, None, form, caller)
 
+    def _not_held(self, token: str) -> ErrorStatus:
+        """Why ``token`` resumes nothing here: another replica's, or unknown, expired or used."""
+        replica = self._paused.elsewhere(token)
+        return (
+            _UNKNOWN_TOKEN if replica is None else _paused_elsewhere(replica, self._paused.replica)
+        )
+
     async def resume_batch(
         self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
     ) -> pb.CallToolsResponse:
@@ -160,7 +178,7 @@ class BatchCalls:
             await abort_malformed(context, request)
         held = self._paused.find(request.resume_token)
         if held is None:
-            await abort(context, _UNKNOWN_TOKEN)
+            await abort(context, self._not_held(request.resume_token))
         caller = self._service.caller_of(context, held.names.values())
         if isinstance(caller, ErrorStatus):
             await abort(context, caller)  # the token stays usable by its caller

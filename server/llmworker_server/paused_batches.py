@@ -1,13 +1,16 @@
 """Paused batches held between CallTools and ResumeBatch, behind single-use tokens.
 
-A token is ``<id>.<secret>``: the id finds the batch, the secret is compared in constant
-time. Batches live in this process's memory only (a restart forgets them), for at most
-``ttl`` seconds, and at most ``limit`` of them and ``max_bytes`` of their inputs at once.
+A token is ``<replica>.<id>.<secret>``: the replica names the process that holds the batch
+(random at start), the id finds the batch, the secret is compared in constant time. Batches
+live in this process's memory only (a restart forgets them), for at most ``ttl`` seconds, and
+at most ``limit`` of them and ``max_bytes`` of their inputs at once; a token another replica
+made is told apart (``elsewhere``), so its caller learns to resume there.
 """
 
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from llmworker import DefinitionFormat, Paused
 __all__ = ["HeldBatch", "PausedBatches"]
 
 _MAX_TOKEN_CHARS: Final = 128
+_REPLICA: Final = re.compile(r"[0-9a-f]{8}")
 
 
 @dataclass(slots=True)
@@ -36,7 +40,10 @@ class HeldBatch:
 class PausedBatches:
     """Paused batches by token, bounded in count, bytes and age."""
 
-    def __init__(self, ttl: float, limit: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, ttl: float, limit: int, max_bytes: int = 64 * 1024 * 1024, replica: str = ""
+    ) -> None:
+        self.replica = replica or secrets.token_hex(4)
         self.ttl = ttl
         self.limit = limit
         self.max_bytes = max_bytes
@@ -71,11 +78,22 @@ class PausedBatches:
         held = HeldBatch(paused, names, size, secret, now + self.ttl, time.time() + self.ttl, form)
         self._held[key] = held
         self._bytes += size
-        return f"{key}.{secret}", held
+        return f"{self.replica}.{key}.{secret}", held
+
+    def elsewhere(self, token: str) -> str | None:
+        """The replica that made ``token`` when it is another one's (None: this one's, or no
+        token of any replica)."""
+        replica, dot, _ = token[:_MAX_TOKEN_CHARS].partition(".")
+        if not dot or replica == self.replica or not _REPLICA.fullmatch(replica):
+            return None
+        return replica
 
     def find(self, token: str) -> HeldBatch | None:
         """The batch ``token`` names, if it is known and not expired (it stays held)."""
-        key, _, secret = token[:_MAX_TOKEN_CHARS].partition(".")
+        replica, _, rest = token[:_MAX_TOKEN_CHARS].partition(".")
+        if replica != self.replica:
+            return None
+        key, _, secret = rest.partition(".")
         held = self._held.get(key)
         if held is None or not hmac.compare_digest(held.secret.encode(), secret.encode()):
             return None
@@ -88,7 +106,7 @@ class PausedBatches:
         """As ``find``, and forget the batch: a token resumes once."""
         held = self.find(token)
         if held is not None:
-            self._drop(token.partition(".")[0])
+            self._drop(token.split(".", 2)[1])
         return held
 
     def _drop(self, key: str) -> None:
