@@ -299,6 +299,11 @@ class RemoteToolServerHandle(ChannelOwner):
         """The cached definitions, sorted by name."""
         return self._cache.snapshot.definitions
 
+    def definitions_fingerprint(self) -> str:
+        """The server's fingerprint of the cached definitions (equal on every replica that
+        holds the same ones)."""
+        return self._cache.snapshot.fingerprint
+
     def definitions_snapshot(self) -> DefinitionsSnapshot:
         """The cached definitions with their canonical JSON and the server's fingerprint."""
         return self._cache.snapshot
@@ -395,6 +400,11 @@ class SyncRemoteToolServerHandle:
     def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
         """The cached definitions, sorted by name."""
         return self._cache.snapshot.definitions
+
+    def definitions_fingerprint(self) -> str:
+        """The server's fingerprint of the cached definitions (equal on every replica that
+        holds the same ones)."""
+        return self._cache.snapshot.fingerprint
 
     def close(self) -> None:
         """Close the channel."""

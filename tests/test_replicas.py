@@ -267,3 +267,19 @@ async def test_a_paused_batch_resumed_through_another_replica_is_told_where_it_l
             done = await tool_service_pb2_grpc.ToolServiceStub(one).ResumeBatch(approve)
         assert done.HasField("completed")  # the batch was still held where it paused
         assert len(done.completed.results) == 1
+
+
+@pytest.mark.parametrize("stopped", [0, 1])
+async def test_a_watch_moves_to_another_replica_and_goes_on_from_its_fingerprint(
+    stopped: int,
+) -> None:
+    async with (
+        _replicas(2, _demo_worker) as apps,
+        await RemoteToolServerHandle.connect(_targets(apps), balanced=True) as handle,
+    ):
+        await apps[stopped].stop(grace=0)  # one of the two held the watch
+        alive = apps[1 - stopped]
+        async with ToolRegistryClient(str(alive.internal_target), _TOKEN) as registry:
+            await registry.register_tool(ToolMeta("extra"), "127.0.0.1:9")
+        await _eventually(lambda: handle.get_tool("extra") is not None)
+        assert handle.definitions_fingerprint() == await _fingerprint(alive)
