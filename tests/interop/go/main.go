@@ -1,18 +1,22 @@
 // Command interop exercises the llmworker gRPC contract from Go.
 //
 //	interop client   -target HOST:PORT -fingerprint HEX
-//	interop provider -registry unix:///path.sock -token TOKEN
+//	interop provider -registry TARGET[,TARGET...] -token TOKEN [-port N] [-renew DURATION]
 //	interop agent    -target HOST:PORT
 //	interop formats  -target HOST:PORT -expect DIR
 //	interop stream   -target HOST:PORT
 //	interop watch    -target HOST:PORT -registry unix:///path.sock -token TOKEN
 //	interop tls      -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
 //	interop auth     -target HOST:PORT -token TOKEN -tools a,b,c -forbidden TOOL
+//	interop balance  -target ipv4:HOST:P1,HOST:P2,... [-seconds 4] [-concurrency 8]
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
 // provider serves the Go tools "go_reverse" and "go_whoami", registers them with a server's
-// internal ToolRegistry, prints "READY <port>" and serves until SIGTERM. The agent checks the
+// internal ToolRegistry (each of a comma-separated list), prints "READY <port>" and serves
+// until SIGTERM; with -renew it retries every target that failed, prints "READY <port>" once
+// all accepted, and renews every registration at that interval (-port keeps its address, so a
+// restarted provider's registration is a renewal). The agent checks the
 // agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
 // The stream checks CallToolStream on the demo tools (events in order, the result last,
 // CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the
@@ -23,6 +27,10 @@
 // -cert/-key when given: ok, listing and calling echo; refused, the handshake failing
 // (UNAVAILABLE) for a server that requires a client certificate from its CA; plaintext-refused,
 // a plaintext connection failing (UNAVAILABLE). Bad tls flags exit 2.
+// The balance calls whoami and echo over every replica -target names with gRPC's round_robin,
+// client-side health checking and, for whoami only (read-only, idempotent), retries on
+// UNAVAILABLE (the service configs of llmworker._balancing), for -seconds from -concurrency
+// goroutines, and prints one JSON line: per tool, retrying, calls, ok, failed by status code.
 package main
 
 import (
@@ -33,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -46,10 +54,12 @@ func main() {
 		err = runClient(*target, *fingerprint)
 	case "provider":
 		flags := flag.NewFlagSet("provider", flag.ExitOnError)
-		registry := flags.String("registry", "", "internal ToolRegistry target of the server")
+		registry := flags.String("registry", "", "internal ToolRegistry target of the server, or a comma-separated list of them (one per replica)")
 		token := flags.String("token", "", "the server's registry token")
+		port := flags.Int("port", 0, "the port to serve the tools on (0: any; a fixed one keeps the provider's address across restarts)")
+		renew := flags.Duration("renew", 0, "retry failed registrations and renew them all this often, e.g. 500ms (0: register once, any failure ends it)")
 		_ = flags.Parse(os.Args[2:])
-		err = runProvider(*registry, *token)
+		err = runProvider(*registry, *token, *port, *renew)
 	case "agent":
 		flags := flag.NewFlagSet("agent", flag.ExitOnError)
 		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
@@ -100,8 +110,15 @@ func main() {
 			os.Exit(2)
 		}
 		err = runAuth(*target, *token, scope, *forbidden)
+	case "balance":
+		flags := flag.NewFlagSet("balance", flag.ExitOnError)
+		target := flags.String("target", "", "every replica, e.g. ipv4:127.0.0.1:P1,127.0.0.1:P2 or dns:///host:port")
+		seconds := flags.Float64("seconds", 4, "how long to keep calling")
+		concurrency := flags.Int("concurrency", 8, "goroutines calling at once")
+		_ = flags.Parse(os.Args[2:])
+		err = runBalance(*target, *seconds, *concurrency)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls or auth", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth or balance", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)

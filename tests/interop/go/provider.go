@@ -7,11 +7,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -87,8 +90,39 @@ func whoami(request *pb.CallToolRequest) *pb.CallToolResponse {
 	return &pb.CallToolResponse{Output: string(output)}
 }
 
-func runProvider(registryTarget, token string) error {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+// providerDefinitions are the tools the provider registers.
+var providerDefinitions = []*pb.ToolDefinition{
+	{
+		Name:            reverseName,
+		Description:     "Reverse a text (implemented in Go).",
+		InputSchemaJson: `{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}`,
+	},
+	{
+		Name:            whoamiName,
+		Description:     "Report the call id and metadata the provider received",
+		InputSchemaJson: `{"properties":{},"type":"object"}`,
+	},
+}
+
+// runProvider serves the tools on 127.0.0.1:port (0: any port) and registers them with each
+// comma-separated target of registries. With renew 0, once: any failure ends it. With renew,
+// a target that failed is asked again every renew, "READY <port>" comes once every target
+// accepted, and every target is asked again every renew from then on (a renewal; a
+// restarted replica gets the tools back).
+func runProvider(registries, token string, port int, renew time.Duration) error {
+	var targets []string
+	for _, target := range strings.Split(registries, ",") {
+		if target = strings.TrimSpace(target); target != "" {
+			targets = append(targets, target)
+		}
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("provider: -registry names no target")
+	}
+	if renew < 0 {
+		return fmt.Errorf("provider: -renew %v is negative", renew)
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -96,40 +130,143 @@ func runProvider(registryTarget, token string) error {
 	pb.RegisterToolServiceServer(server, tools{})
 	go func() { _ = server.Serve(listener) }()
 	defer server.GracefulStop()
-
-	conn, err := grpc.NewClient(registryTarget, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("connect to registry: %w", err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-	registry := pb.NewToolRegistryClient(conn)
-	for _, definition := range []*pb.ToolDefinition{
-		{
-			Name:            reverseName,
-			Description:     "Reverse a text (implemented in Go).",
-			InputSchemaJson: `{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}`,
-		},
-		{
-			Name:            whoamiName,
-			Description:     "Report the call id and metadata the provider received",
-			InputSchemaJson: `{"properties":{},"type":"object"}`,
-		},
-	} {
-		_, err = registry.RegisterTool(ctx, &pb.RegisterToolRequest{
-			Definition:     definition,
-			ProviderTarget: listener.Addr().String(),
-		})
-		if err != nil {
-			return fmt.Errorf("register %s: %w", definition.Name, err)
-		}
-	}
-	fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port)
-
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	<-stop
+
+	registrations := make([]*registration, 0, len(targets))
+	for _, target := range targets {
+		r, err := newRegistration(target, token, listener.Addr().String(), renew)
+		if err != nil {
+			return err
+		}
+		defer r.conn.Close()
+		registrations = append(registrations, r)
+	}
+	ready := func() { fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port) }
+	if renew == 0 {
+		for _, r := range registrations {
+			if err := r.register(10 * time.Second); err != nil {
+				return err
+			}
+		}
+		ready()
+		<-stop
+		return nil
+	}
+
+	pending := len(registrations)
+	ticker := time.NewTicker(renew)
+	defer ticker.Stop()
+	for {
+		for _, r := range registrations {
+			err := r.register(attemptTimeout(renew))
+			if err == nil {
+				r.note(nil)
+				if !r.accepted {
+					r.accepted = true
+					pending--
+					if pending == 0 {
+						ready()
+					}
+				}
+				continue
+			}
+			if pending > 0 && refusedForGood(err) { // the same token and tools: refused by all
+				return fmt.Errorf("%w (refused for good: check the token, and that the registry is not locked or full)", err)
+			}
+			r.note(err)
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// attemptTimeout bounds one registration attempt (and one connection attempt) with -renew.
+func attemptTimeout(renew time.Duration) time.Duration { return max(renew, time.Second) }
+
+// registration registers the tools with one ToolRegistry target as provider.
+type registration struct {
+	target   string
+	provider string
+	token    string
+	conn     *grpc.ClientConn
+	registry pb.ToolRegistryClient
+	trouble  string // what was last logged about this target ("": nothing wrong)
+	accepted bool   // the target accepted the tools at least once
+	renew    time.Duration
+}
+
+func newRegistration(target, token, provider string, renew time.Duration) (*registration, error) {
+	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if renew > 0 {
+		// Reconnect at every renewal rather than after gRPC's backoff (up to 2 minutes), so a
+		// restarted replica gets the tools back within one interval.
+		retry := backoff.DefaultConfig
+		retry.BaseDelay, retry.MaxDelay = renew, renew
+		options = append(options, grpc.WithConnectParams(grpc.ConnectParams{Backoff: retry, MinConnectTimeout: attemptTimeout(renew)}))
+	}
+	conn, err := grpc.NewClient(target, options...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to registry %s: %w", target, err)
+	}
+	return &registration{target: target, provider: provider, token: token, conn: conn, registry: pb.NewToolRegistryClient(conn), renew: renew}, nil
+}
+
+// register registers every tool once (an identical registration is a renewal).
+func (r *registration) register(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+r.token)
+	for _, definition := range providerDefinitions {
+		_, err := r.registry.RegisterTool(ctx, &pb.RegisterToolRequest{Definition: definition, ProviderTarget: r.provider})
+		if err != nil {
+			return fmt.Errorf("register %s with %s: %w", definition.Name, r.target, err)
+		}
+	}
 	return nil
+}
+
+// note logs err to stderr when it is a new kind of trouble for this target (its status code
+// and ErrorInfo reason), and that the target accepted the tools after trouble (err nil).
+func (r *registration) note(err error) {
+	if err == nil {
+		if r.trouble != "" {
+			if r.accepted {
+				fmt.Fprintf(os.Stderr, "registered again with %s\n", r.target)
+			} else {
+				fmt.Fprintf(os.Stderr, "registered with %s\n", r.target)
+			}
+			r.trouble = ""
+		}
+		return
+	}
+	st := status.Convert(err)
+	kind := st.Code().String() + "/" + errorReason(st)
+	if kind != r.trouble {
+		fmt.Fprintf(os.Stderr, "%v; retrying every %v\n", err, r.renew)
+		r.trouble = kind
+	}
+}
+
+// errorReason is the ErrorInfo reason of a status ("" without one).
+func errorReason(st *status.Status) string {
+	for _, detail := range st.Details() {
+		if info, ok := detail.(*errdetails.ErrorInfo); ok {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
+// refusedForGood is a refusal that asking again cannot change: a wrong token, a locked or full
+// registry, a definition the server does not take (as the server's own provider mode).
+func refusedForGood(err error) bool {
+	switch errorReason(status.Convert(err)) {
+	case "UNAUTHENTICATED", "REGISTRY_LOCKED", "INVALID_REQUEST", "REGISTRY_FULL":
+		return true
+	}
+	return false
 }
