@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench stress run clean
+.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -99,6 +99,12 @@ bench: $(STAMP) $(GHZ)
 # (stall, RSS), 10,000 registrations; written to bench/results/stress-DATE.json.
 stress: $(STAMP) $(GHZ)
 	$(BIN)/python -m bench.stress
+
+# Three replicas behind nginx and client-side balancing: one SIGKILLed, one drained, the Go
+# provider killed, each restarted, under ghz and Python load (~30 s; installs nginx from the
+# Debian packages when missing, as root); written to bench/results/scale-DATE.json.
+scale-test: $(STAMP) $(GHZ) $(INTEROP_GO)
+	$(BIN)/python -m bench.scale
 
 # The server with the demo tools on 127.0.0.1:$(PORT), until Ctrl-C.
 run: $(STAMP)

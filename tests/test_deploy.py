@@ -34,13 +34,16 @@ Manifest = dict[str, Any]
 
 
 def load_manifests() -> dict[str, Manifest]:
-    """The objects of deploy/kubernetes by kind (one of each)."""
-    by_kind: dict[str, Manifest] = {}
+    """The objects of deploy/kubernetes by kind (one of each), the Services by
+    "Service/<name>" (service.yaml's and service-headless.yaml's)."""
+    by_key: dict[str, Manifest] = {}
     for path in MANIFESTS:
         for document in yaml.safe_load_all(path.read_text()):
-            assert document["kind"] not in by_kind, f"a second {document['kind']} in {path}"
-            by_kind[document["kind"]] = document
-    return by_kind
+            kind = document["kind"]
+            key = f"{kind}/{document['metadata']['name']}" if kind == "Service" else kind
+            assert key not in by_key, f"a second {key} in {path}"
+            by_key[key] = document
+    return by_key
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +160,9 @@ def test_probes_and_the_service_reach_the_grpc_port(manifests: dict[str, Manifes
     assert named["grpc"] == port
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == port, probe
-    (grpc_port,) = [p for p in manifests["Service"]["spec"]["ports"] if p["name"] == "grpc"]
+    (grpc_port,) = [
+        p for p in manifests["Service/llmworker"]["spec"]["ports"] if p["name"] == "grpc"
+    ]
     assert grpc_port["appProtocol"] == "grpc"
     assert named.get(grpc_port["targetPort"], grpc_port["targetPort"]) == port
 
@@ -185,7 +190,22 @@ def test_every_selector_matches_the_pod_labels(manifests: dict[str, Manifest]) -
     for owner, selector in selectors.items():
         assert set(selector) == {"matchLabels"}, owner
         assert selector["matchLabels"].items() <= labels.items(), owner
-    assert manifests["Service"]["spec"]["selector"].items() <= labels.items()
+    for service in ("Service/llmworker", "Service/llmworker-headless"):
+        assert manifests[service]["spec"]["selector"].items() <= labels.items(), service
+
+
+def test_the_headless_service_names_every_ready_pod(manifests: dict[str, Manifest]) -> None:
+    """service-headless.yaml, for client-side balancing over dns:///: no virtual IP, the same
+    pods as service.yaml, their gRPC port, and no pod that is not ready."""
+    headless = manifests["Service/llmworker-headless"]["spec"]
+    assert headless["clusterIP"] == "None"
+    assert headless.get("publishNotReadyAddresses", False) is False
+    assert headless["selector"] == manifests["Service/llmworker"]["spec"]["selector"]
+    container = server_container(manifests)
+    named = {entry["name"]: entry["containerPort"] for entry in container["ports"]}
+    (grpc_port,) = headless["ports"]
+    assert (grpc_port["name"], grpc_port["appProtocol"]) == ("grpc", "grpc")
+    assert named[grpc_port["targetPort"]] == int(flag_values(container["args"])["--port"])
 
 
 def test_the_pod_runs_as_the_image_user_with_no_privileges(
