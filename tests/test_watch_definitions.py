@@ -180,3 +180,29 @@ async def test_a_watch_that_fails_inside_the_server_ends_with_a_reason(
             # the server goes on serving
             reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text":"x"}'))
             assert reply.output == "x"
+
+
+async def test_watches_whose_clients_left_end_quietly_at_shutdown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with serve() as served:
+        channels = [
+            grpc.aio.insecure_channel(
+                served.target, options=[("grpc.use_local_subchannel_pool", 1)]
+            )
+            for _ in range(10)
+        ]
+        watches = [
+            tool_service_pb2_grpc.ToolServiceStub(channels[i % 10]).WatchDefinitions(
+                pb.WatchDefinitionsRequest()
+            )
+            for i in range(200)
+        ]
+        await asyncio.gather(*(watch.read() for watch in watches))
+        for watch in watches:
+            watch.cancel()  # the clients leave; the server stops right after
+        await served.app.stop(grace=0)
+        for channel in channels:
+            await channel.close()
+    errors = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert errors == [], errors[0].getMessage() if errors else ""

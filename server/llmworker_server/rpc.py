@@ -134,6 +134,8 @@ def guarded_stream(
             problem: BaseException = error
         except BaseException as error:
             problem = error
+        if context.cancelled() or context.done():
+            return  # the call is over (the client left, or its status went out): nobody to tell
         await _abort_failed(context, method, problem)
 
     return handle
