@@ -72,7 +72,7 @@ class ProviderMonitor:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
-            providers = self._registry.providers()
+            providers = self._registry.provider_targets()
             for gone in set(self._passed) - set(providers):
                 del self._passed[gone]  # unregistered meanwhile
             for gone in set(self._reported) - set(providers):
@@ -123,7 +123,7 @@ class ProviderMonitor:
         return reply.status == health_pb2.HealthCheckResponse.SERVING
 
     def _expire(self, provider: str) -> None:
-        names = self._registry.providers().get(provider, [])
+        names = self._registry.tools_of(provider)
         shown = printable(provider, 200)
         if self._registry.is_locked:
             if self._passed.get(provider, 0.0) > 0.0:

@@ -64,6 +64,7 @@ class Registry:
         )
         self._on_change: list[Callable[[], None]] = []
         self._provider_of: dict[str, str] = {}  # contributed tool -> its provider's target
+        self._tools_of: dict[str, set[str]] = {}  # the same, by provider
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after every change of the tool set."""
@@ -111,7 +112,7 @@ class Registry:
             mutable.register_tools([ToolFactory(meta, make_tool)])
         else:
             mutable.replace_tool(ToolFactory(meta, make_tool))
-        self._provider_of[meta.name] = provider
+        self._bind(meta.name, provider)
         self._listing_bytes += size
         self._changed()
         return True
@@ -129,7 +130,7 @@ class Registry:
             )
         if self._provider_of[meta.name] == provider:
             return None
-        self._provider_of[meta.name] = provider
+        self._bind(meta.name, provider)
         return current[1]
 
     def provider_of(self, name: str) -> str | None:
@@ -138,10 +139,34 @@ class Registry:
 
     def providers(self) -> dict[str, list[str]]:
         """Each provider's target and the names of the tools it contributed."""
-        found: dict[str, list[str]] = {}
-        for name, provider in self._provider_of.items():
-            found.setdefault(provider, []).append(name)
-        return found
+        return {provider: sorted(names) for provider, names in self._tools_of.items()}
+
+    def provider_targets(self) -> list[str]:
+        """The targets of the providers with tools registered."""
+        return list(self._tools_of)
+
+    def has_provider(self, provider: str) -> bool:
+        """Whether ``provider`` contributed a tool that is registered (at no cost per tool:
+        every RegisterTool, renewals too, asks)."""
+        return provider in self._tools_of
+
+    def tools_of(self, provider: str) -> list[str]:
+        """The names of the tools ``provider`` contributed, sorted."""
+        return sorted(self._tools_of.get(provider, ()))
+
+    def _bind(self, name: str, provider: str) -> None:
+        previous = self._provider_of.get(name)
+        if previous is not None:
+            self._unbind(name)
+        self._provider_of[name] = provider
+        self._tools_of.setdefault(provider, set()).add(name)
+
+    def _unbind(self, name: str) -> None:
+        provider = self._provider_of.pop(name)
+        names = self._tools_of[provider]
+        names.discard(name)
+        if not names:
+            del self._tools_of[provider]
 
     def unregister(self, name: str) -> None:
         """Remove the contributed tool ``name`` (calls in flight finish);
@@ -150,7 +175,7 @@ class Registry:
         if name not in self._provider_of:
             raise KeyError(name)
         meta = mutable.unregister_tool(name)
-        del self._provider_of[name]
+        self._unbind(name)
         self._listing_bytes -= listing_bytes(meta)
         self._changed()
 

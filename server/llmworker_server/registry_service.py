@@ -134,7 +134,7 @@ class RegistryService:
             if refusal is not None:
                 self._drop_unused_channel(target)
                 await abort(context, refusal)
-        arrived = target not in self._registry.providers()
+        arrived = not self._registry.has_provider(target)
         try:
             if self._registry.is_locked:
                 changed = self._reattach(meta, target)
@@ -239,7 +239,7 @@ class RegistryService:
 
     def _drop_unused_channel(self, target: str) -> None:
         """A channel opened only to check a refused registration: closed at once."""
-        if target not in self._registry.providers():
+        if not self._registry.has_provider(target):
             self._retire_channel(target, 0.0)
 
     async def unregister_tool(
@@ -280,7 +280,7 @@ class RegistryService:
     def forget_if_gone(self, provider: str) -> None:
         """Once ``provider`` has no tools left, log it and close its channel after the
         calls still on it had time to finish."""
-        if provider in self._registry.providers():
+        if self._registry.has_provider(provider):
             return
         _log.info("provider left: %s", printable(provider, 200))
         self._retire_channel(provider, self._provider_timeout or _CHANNEL_LINGER_SECONDS)
