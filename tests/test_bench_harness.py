@@ -88,3 +88,16 @@ def test_the_stress_script_runs_and_loses_no_call(tmp_path: Path) -> None:
         "INVALID_ARGUMENT",
         "NOT_FOUND",
     }
+
+
+def test_the_scaling_measurements_run(tmp_path: Path) -> None:
+    out = tmp_path / "scaling.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.scaling", "--quick", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads(out.read_text())
+    assert {"wire", "recompute", "registration", "watchers", "health"} <= set(report)
+    renewals = [row["renewal_server_cpu_us"] for row in report["registration"]["rows"]]
+    assert all(cost > 0 for cost in renewals)
