@@ -224,7 +224,7 @@ class ServerApp:
             in_flight=lambda: self.tools.in_flight,
             tools=lambda: len(self.registry.handle),
             providers_up=lambda: self._providers.up,
-            paused_batches=lambda: len(self.tools.paused_batches),
+            paused_batches=lambda: self.tools.paused_batches.held,
             watchers=lambda: self.tools.watch.watchers,
         )
         return ServerMetrics(gauges, is_tool=self.registry.handle.__contains__)

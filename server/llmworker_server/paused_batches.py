@@ -54,6 +54,12 @@ class PausedBatches:
         self._sweep()
         return len(self._held)
 
+    @property
+    def held(self) -> int:
+        """How many batches are held, expired ones included until the next sweep: safe to
+        read from another thread (the metrics'), which must not sweep."""
+        return len(self._held)
+
     def hold(
         self,
         paused: Paused,
