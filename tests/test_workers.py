@@ -10,11 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import grpc
 import grpc.aio
+import pytest
 
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
+from llmworker_server import workers
 
 from .grpc_support import REPO, ServerProcess, wait_for_lines
 
@@ -99,3 +102,26 @@ async def test_workers_stop_cleanly_on_sigterm_even_before_they_serve() -> None:
     finally:
         code = await asyncio.to_thread(server.stop)
     assert code == 0, server.output
+
+
+def test_a_stop_signal_during_a_restart_reaches_the_new_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGTERM arriving while the replacement is being started (inside Popen) still stops it."""
+    real_popen = subprocess.Popen
+    started: list[int] = []
+
+    def popen(argv: list[str], **options: Any) -> subprocess.Popen[Any]:
+        first = not started
+        command = [sys.executable, "-c", "pass" if first else "import time; time.sleep(20)"]
+        child = real_popen(command, **options)
+        started.append(child.pid)
+        if not first:
+            os.kill(os.getpid(), signal.SIGTERM)  # lands before the supervisor sees the child
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    began = time.monotonic()
+    assert workers._Supervisor(["unused"], 1, None).run() == 0  # pyright: ignore[reportPrivateUsage]
+    assert time.monotonic() - began < 10, "the replacement never got the SIGTERM"
+    assert len(started) == 2

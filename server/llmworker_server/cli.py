@@ -19,7 +19,7 @@ from .log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
 from .tls import TlsFiles
-from .workers import run_workers
+from .workers import follow_supervisor, run_workers
 
 __all__ = ["main", "parse_args"]
 
@@ -139,6 +139,7 @@ def _outgoing_tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until SIGTERM/SIGINT; exit 0 after a graceful stop."""
+    follow_supervisor()
     config = parse_args(argv)
     configure_logging(config.log_level, config.log_format)
     if config.workers > 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -28,10 +29,12 @@ from .config import ServerConfig
 from .metrics_http import MetricsListener
 from .worker_metrics import WorkerMetrics
 
-__all__ = ["run_workers"]
+__all__ = ["SUPERVISOR_ENV", "follow_supervisor", "run_workers"]
 
 _log = logging.getLogger("llmworker.server.lifecycle")
 _PR_SET_PDEATHSIG = 1
+SUPERVISOR_ENV = "LLMWORKER_SUPERVISOR_PID"
+"""Set for the children: the supervising parent's pid (``follow_supervisor``)."""
 _POLL_SECONDS = 0.05
 _FIRST_BACKOFF_SECONDS = 0.5
 _MAX_BACKOFF_SECONDS = 30.0
@@ -55,11 +58,17 @@ def _without(flags: tuple[str, ...], argv: Sequence[str]) -> list[str]:
     return arguments
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the parent dies (Linux), since the child no
-    longer shares the parent's process group."""
+def follow_supervisor() -> None:
+    """In a child, first thing: get SIGTERM when the supervising parent dies (Linux), since the
+    child does not share its process group; exit at once if it is already gone. (Done after
+    exec rather than in ``preexec_fn``, which is unsafe once the parent has threads.)"""
+    parent = os.environ.pop(SUPERVISOR_ENV, None)
+    if parent is None:
+        return
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != int(parent):
+        sys.exit("the supervising parent is gone")
 
 
 def _how_it_ended(code: int) -> str:
@@ -90,15 +99,18 @@ class _Supervisor:
         self._gave_up = False
 
     def run(self) -> int:
+        # Handlers first: a signal while the children start must reach every one of them.
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
         for slot in self._slots:
+            if self._stopping:
+                break
             self._start(slot)
         _log.info(
             "started %d worker processes: %s",
             len(self._slots),
             [slot.process.pid for slot in self._slots if slot.process],
         )
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, self._on_signal)
         codes: dict[int, int] = {}
         while any(slot.process is not None for slot in self._slots) or not self._stopping:
             time.sleep(_POLL_SECONDS)
@@ -114,8 +126,11 @@ class _Supervisor:
     def _start(self, slot: _Slot) -> subprocess.Popen[bytes]:
         # Each child in a process group of its own: a terminal's Ctrl-C (sent to the whole
         # group) reaches the parent only, which forwards it once; a second one means "now".
-        slot.process = subprocess.Popen(self._argv, process_group=0, preexec_fn=_die_with_parent)
+        environment = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
+        slot.process = subprocess.Popen(self._argv, process_group=0, env=environment)
         slot.started_at = time.monotonic()
+        if self._stop_signal is not None:  # it came while Popen ran: this child missed it
+            slot.process.send_signal(self._stop_signal)
         return slot.process
 
     def _watch(self, slot: _Slot, now: float, codes: dict[int, int]) -> None:
