@@ -127,7 +127,8 @@ async def test_a_provider_registers_with_every_replica_and_leaves_them_all() -> 
         )  # fmt: skip
         await provider.start()
         try:
-            await _eventually(lambda: all("echo" in app.registry.handle for app in apps))
+            count = len(provider.registry.handle)
+            await _eventually(lambda: all(len(app.registry.handle) == count for app in apps))
             fingerprints = {await _fingerprint(app) for app in apps}
             assert len(fingerprints) == 1  # every replica lists the same definitions
             assert fingerprints != {await _fingerprint_of_empty()}
@@ -158,7 +159,8 @@ async def test_a_replica_that_comes_back_gets_the_tools_again() -> None:
             )  # fmt: skip
             await back.start()
             try:
-                await _eventually(lambda: "echo" in back.registry.handle)  # the next renewal
+                # the next renewal, one tool after another
+                await _eventually(lambda: len(back.registry.handle) == len(apps[0].registry.handle))
                 assert await _fingerprint(back) == await _fingerprint(apps[0])
             finally:
                 await back.stop(grace=0)
