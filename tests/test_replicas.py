@@ -117,6 +117,25 @@ async def test_addresses_a_target_names() -> None:
     assert await registry_addresses("unix:///run/llmworker.sock") == ["unix:///run/llmworker.sock"]
     with pytest.raises(ValueError, match="needs HOST:PORT"):
         await registry_addresses("dns:///no-port")
+    for listed in ("ipv4:10.0.0.1:7000, ", "ipv4:10.0.0.1", "ipv4:10.0.0.1:7000,:7001"):
+        with pytest.raises(ValueError, match="is not HOST:PORT"):
+            await registry_addresses(listed)
+
+
+async def test_a_name_not_in_dns_yet_is_followed_rather_than_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    provider = ServerApp(
+        ServerConfig(port=0, log_level="WARNING", internal=False, token=_TOKEN, demo=True,
+                     register_with="dns:///no-such-replica.invalid:7000",
+                     register_resolve_interval=0.1),
+    )  # fmt: skip
+    await provider.start()  # serves its own tools meanwhile
+    try:
+        await asyncio.sleep(0.3)
+    finally:
+        await provider.stop(grace=0)
+    assert "cannot resolve dns:///no-such-replica.invalid:7000" in caplog.text
 
 
 async def test_a_provider_registers_with_every_replica_and_leaves_them_all() -> None:

@@ -126,6 +126,12 @@ class ProviderRegistration:
                 f"retrying every {self._renew_every:.3g} s"
             )
             return False
+        except (ToolServerError, ToolRegistryError) as error:  # e.g. a registry's own defect
+            self._note(
+                f"registering with {self._target} failed ({type(error).__qualname__}: "
+                f"{printable(str(error), 300)}); retrying every {self._renew_every:.3g} s"
+            )
+            return False
         if self._trouble is not None:
             _log.info("registered again with %s", self._target)
             self._trouble = None

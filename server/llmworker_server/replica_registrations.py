@@ -52,7 +52,15 @@ async def registry_addresses(target: str) -> list[str]:
     target that is not HOST:PORT)."""
     for scheme in ("ipv4:", "ipv6:"):
         if target.startswith(scheme):
-            return sorted({f"{scheme}{part.strip()}" for part in target[5:].split(",") if part})
+            parts = [part.strip() for part in target[len(scheme) :].split(",")]
+            for part in parts:
+                host, colon, port = part.rpartition(":")
+                if not colon or not host or not port.isdigit():
+                    raise ValueError(
+                        f"--register-with {target}: {part!r} is not HOST:PORT; list the "
+                        f"replicas as {scheme}HOST:PORT,HOST:PORT"
+                    )
+            return sorted({f"{scheme}{part}" for part in parts})
     name = _dns_name(target)
     if name is None:
         return [target]
@@ -91,7 +99,11 @@ class ReplicaRegistrations:
     async def start(self) -> None:
         """Register with every registry (``RegistrationRefused`` if one refuses for good:
         the same token and tools would be refused by all), then keep up with the target."""
-        addresses = await registry_addresses(self._target)
+        try:
+            addresses = await registry_addresses(self._target)
+        except OSError as error:  # a name not (yet) in DNS: followed until it resolves
+            _log.warning("cannot resolve %s (%s); trying again", self._target, error)
+            addresses = []
         try:
             for address in addresses:
                 registration = self._make(address)
@@ -111,27 +123,39 @@ class ReplicaRegistrations:
 
     async def _follow(self) -> None:
         """Resolve the name again every ``resolve_every`` seconds; join new replicas, leave
-        gone ones."""
+        gone ones. Nothing a registry answers ends it."""
         while True:
             await asyncio.sleep(self._resolve_every)
             try:
-                addresses = set(await registry_addresses(self._target))
-            except OSError as error:
-                _log.warning("cannot resolve %s (%s); keeping its registries", self._target, error)
+                await self._follow_once()
+            except Exception as error:
+                _log.warning(
+                    "following %s: %s; trying again in %.3g s",
+                    self._target,
+                    printable(str(error), 300),
+                    self._resolve_every,
+                )
+
+    async def _follow_once(self) -> None:
+        try:
+            addresses = set(await registry_addresses(self._target))
+        except OSError as error:
+            _log.warning("cannot resolve %s (%s); keeping its registries", self._target, error)
+            return
+        self._refused &= addresses  # an address reused by a new replica is asked again
+        for gone in set(self._registrations) - addresses:
+            _log.info("registry %s left %s: unregistering", gone, self._target)
+            await self._registrations.pop(gone).stop()
+        for new in sorted(addresses - set(self._registrations) - self._refused):
+            _log.info("registry %s joined %s: registering", new, self._target)
+            registration = self._make(new)
+            try:
+                await registration.start()
+            except RegistrationRefused as refused:
+                _log.error("%s", refused)  # that replica only; the others keep the tools
+                self._refused.add(new)
                 continue
-            for gone in set(self._registrations) - addresses:
-                _log.info("registry %s left %s: unregistering", gone, self._target)
-                await self._registrations.pop(gone).stop()
-            for new in sorted(addresses - set(self._registrations) - self._refused):
-                _log.info("registry %s joined %s: registering", new, self._target)
-                registration = self._make(new)
-                try:
-                    await registration.start()
-                except RegistrationRefused as refused:
-                    _log.error("%s", refused)  # that replica only; the others keep the tools
-                    self._refused.add(new)
-                    continue
-                self._registrations[new] = registration
+            self._registrations[new] = registration
 
     async def stop(self) -> None:
         """Stop following the target and unregister from every registry at once."""
@@ -140,4 +164,9 @@ class ReplicaRegistrations:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         registrations, self._registrations = list(self._registrations.values()), {}
-        await asyncio.gather(*(registration.stop() for registration in registrations))
+        stopped = await asyncio.gather(
+            *(registration.stop() for registration in registrations), return_exceptions=True
+        )
+        for problem in stopped:
+            if isinstance(problem, Exception):  # a registry's own lease ends its tools
+                _log.warning("could not unregister cleanly: %s", printable(str(problem), 300))
