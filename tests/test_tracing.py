@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
@@ -40,11 +41,16 @@ def spans() -> tuple[TracerProvider, InMemorySpanExporter]:
 
 
 @tool_registry
-class _CallIdTool:
+class _SpanTools:
     @tool
     async def whoami(self, call: ToolContext) -> str:
         """The id of the call this runs as."""
         return call.call_id
+
+    @tool
+    async def boom(self) -> str:
+        """Fail the way a defect does."""
+        raise RuntimeError("a defect")
 
 
 @contextlib.asynccontextmanager
@@ -52,7 +58,7 @@ async def _traced_server(provider: TracerProvider) -> AsyncGenerator[Served, Non
     """An in-process server with the test tools, tracing into ``provider``."""
     tools = ServerTestTools()
     worker = Worker()
-    worker.register_tools([*tool_definitions(tools), *tool_definitions(_CallIdTool())])
+    worker.register_tools([*tool_definitions(tools), *tool_definitions(_SpanTools())])
     app = ServerApp(
         ServerConfig(port=0, log_level="WARNING", otel=True), worker, tracer_provider=provider
     )
@@ -239,3 +245,22 @@ def test_an_unknown_exporter_is_refused_with_the_ones_there_are(
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "zipkin-thing")
     assert main(["--demo", "--no-internal", "--port", "0", "--otel", "--loop", "asyncio"]) == 1
     assert "use otlp, console or none" in caplog.text
+
+
+async def test_a_failure_is_logged_under_the_call_id_its_span_records(
+    spans: tuple[TracerProvider, InMemorySpanExporter], caplog: pytest.LogCaptureFixture
+) -> None:
+    provider, exporter = spans
+    caplog.set_level(logging.ERROR, "llmworker.server.failures")
+    async with (
+        _traced_server(provider) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.CallTool(pb.CallToolRequest(name="boom", input_json="{}"))
+    (span,) = _named(exporter, "llmworker.v1.ToolService/CallTool")
+    assert span.attributes is not None
+    call_id = span.attributes["llmworker.call_id"]
+    assert isinstance(call_id, str)
+    assert f"call_id={call_id} raised RuntimeError" in caplog.text

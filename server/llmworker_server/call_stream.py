@@ -65,11 +65,11 @@ class CallStreams:
         except asyncio.CancelledError as error:
             if is_requested_cancel():
                 raise  # the client cancelled, or its deadline passed
-            status = service.crashed(name, log_id, error)
+            status = service.crashed(name, call_id or log_id, error)
         except GeneratorExit:
             raise  # gRPC closed the stream: the reader left
         except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = service.status_for(name, log_id, error)
+            status = service.status_for(name, call_id or log_id, error)
         finally:
             await events.aclose()  # cancels the call if it still runs
             service.finish(name, label if status is None else status.code.name, started, caller)

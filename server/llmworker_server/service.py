@@ -264,9 +264,9 @@ class ToolService:
         except asyncio.CancelledError as error:
             if is_requested_cancel():
                 raise  # the client cancelled, or its deadline passed
-            status = self.crashed(name, log_id, error)  # nobody asked: a defect in a hook
+            status = self.crashed(name, call_id or log_id, error)  # nobody asked: a hook's defect
         except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = self.status_for(name, log_id, error)
+            status = self.status_for(name, call_id or log_id, error)  # the tool's id
         finally:
             self.finish(name, label if status is None else status.code.name, started, caller)
         assert status is not None  # set on every path that neither returned nor raised
