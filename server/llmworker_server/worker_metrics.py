@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from .metrics import CallTotals, ServerMetrics, families
 
 __all__ = ["SnapshotWriter", "WorkerMetrics"]
 
+_log = logging.getLogger("llmworker.server.lifecycle")
 _INTERVAL_SECONDS: Final = 1.0
 _SUMMED: Final = ("in_flight", "paused_batches", "watchers")
 
@@ -57,6 +59,7 @@ class SnapshotWriter:
         self._path = directory / f"{os.getpid()}.json"
         self._metrics = metrics
         self._task: asyncio.Task[None] | None = None
+        self._failing = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -64,11 +67,24 @@ class SnapshotWriter:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(_INTERVAL_SECONDS)
-            self.write()
+            await self.write()
 
-    def write(self) -> None:
+    async def write(self) -> None:
+        """Write the totals now: read on the loop, encoded and written on a thread (with many
+        tools the file is megabytes). A failure is logged once and the next write tries again."""
+        totals, gauges = self._metrics.totals(), self._metrics.gauges.read()
+        try:
+            await asyncio.to_thread(self._write, totals, gauges)
+        except OSError as error:
+            if not self._failing:
+                _log.warning("cannot write the metrics for the --workers parent: %s", error)
+            self._failing = True
+        else:
+            self._failing = False
+
+    def _write(self, totals: CallTotals, gauges: dict[str, int]) -> None:
         aside = self._path.with_suffix(".tmp")
-        aside.write_text(_encode(self._metrics.totals(), self._metrics.gauges.read()))
+        aside.write_text(_encode(totals, gauges))
         aside.replace(self._path)
 
     async def stop(self) -> None:
@@ -76,7 +92,7 @@ class SnapshotWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        self.write()
+        await self.write()
 
 
 class WorkerMetrics(Collector):
