@@ -20,7 +20,7 @@ only with ``--otel``; without it no call pays anything.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Final, TypeVar, cast
 
 import grpc
@@ -111,11 +111,13 @@ class Tracing:
                 setattr(request, "call_id", call_id)  # noqa: B010 - any request with a call_id
             if call_id is not None:
                 span.set_attribute(_CALL_ID, str(call_id)[:_MAX_LISTED])
-        calls: Iterable[object] = getattr(request, "calls", ())
-        listed = list(calls)[:_MAX_LISTED]
+        calls: Sequence[object] = getattr(request, "calls", ())
+        listed = list(calls[:_MAX_LISTED])
         if listed:
-            span.set_attribute("llmworker.batch.size", len(listed))
-            span.set_attribute(_TOOL, [str(getattr(call, "name", "")) for call in listed])
+            span.set_attribute("llmworker.batch.size", len(calls))
+            span.set_attribute(
+                _TOOL, [str(getattr(call, "name", ""))[:_MAX_LISTED] for call in listed]
+            )
             span.set_attribute(_CALL_ID, [str(getattr(call, "call_id", "")) for call in listed])
 
     @staticmethod
