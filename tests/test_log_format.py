@@ -3,6 +3,7 @@ secret; ``--loop`` picks the event loop the start-up line names."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -22,18 +23,22 @@ _KEYS = {"time", "level", "logger", "message"}
 
 
 async def _fail_twice_then_stop(server: ServerProcess, name: str = "echo") -> int:
-    """Two failing calls (bad arguments, then to ``name``), logged; then SIGTERM."""
-    port = await server.port()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
-        for request in (
-            tool_service_pb2.CallToolRequest(name="echo", input_json='{"text": 1}'),
-            tool_service_pb2.CallToolRequest(name=name),
-        ):
-            with pytest.raises(grpc.aio.AioRpcError):
-                await stub.CallTool(request)
-    await wait_for_line(server, "llmworker.server.calls")
-    return server.stop()
+    """Two failing calls (bad arguments, then to ``name``), logged; then SIGTERM (also when
+    something failed on the way: no server outlives its test)."""
+    try:
+        port = await server.port()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            for request in (
+                tool_service_pb2.CallToolRequest(name="echo", input_json='{"text": 1}'),
+                tool_service_pb2.CallToolRequest(name=name),
+            ):
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await stub.CallTool(request)
+        await wait_for_line(server, "llmworker.server.calls")
+    finally:
+        code = await asyncio.to_thread(server.stop)
+    return code
 
 
 async def test_json_logs_are_one_object_a_line_with_fixed_keys() -> None:
