@@ -9,7 +9,7 @@ from typing import TypeVar
 import grpc
 import grpc.aio
 
-__all__ = ["bearer_metadata", "caller_token_interceptors"]
+__all__ = ["bearer_metadata", "caller_token_interceptors", "with_metadata"]
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -34,10 +34,11 @@ def caller_token_interceptors(token: str) -> list[grpc.aio.ClientInterceptor]:
     return [_UnaryToken(header), _StreamToken(header)]
 
 
-def _with_header(
-    details: grpc.aio.ClientCallDetails, header: tuple[str, str]
+def with_metadata(
+    details: grpc.aio.ClientCallDetails, *pairs: tuple[str, str]
 ) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata(*(details.metadata or ()), header)
+    """``details`` with ``pairs`` added to its metadata (for client interceptors)."""
+    metadata = grpc.aio.Metadata(*(details.metadata or ()), *pairs)
     return grpc.aio.ClientCallDetails(
         details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
     )
@@ -56,7 +57,7 @@ class _UnaryToken(grpc.aio.UnaryUnaryClientInterceptor):
         client_call_details: grpc.aio.ClientCallDetails,
         request: RequestT,
     ) -> ResponseT | grpc.aio.UnaryUnaryCall[RequestT, ResponseT]:
-        return await continuation(_with_header(client_call_details, self._header), request)
+        return await continuation(with_metadata(client_call_details, self._header), request)
 
 
 class _StreamToken(grpc.aio.UnaryStreamClientInterceptor):
@@ -72,4 +73,4 @@ class _StreamToken(grpc.aio.UnaryStreamClientInterceptor):
         client_call_details: grpc.aio.ClientCallDetails,
         request: RequestT,
     ) -> AsyncIterator[ResponseT] | grpc.aio.UnaryStreamCall[RequestT, ResponseT]:
-        return await continuation(_with_header(client_call_details, self._header), request)
+        return await continuation(with_metadata(client_call_details, self._header), request)

@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from llmworker import __version__
+from llmworker._caller_token import with_metadata
 
 from .rpc import Context, MalformedRequest
 
@@ -198,10 +199,7 @@ def _traced_details(
     )
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=trace.set_span_in_context(span))
-    metadata = grpc.aio.Metadata(*(details.metadata or ()), *carrier.items())
-    return span, grpc.aio.ClientCallDetails(
-        details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
-    )
+    return span, with_metadata(details, *carrier.items())
 
 
 class _UnaryClientSpan(grpc.aio.UnaryUnaryClientInterceptor):
