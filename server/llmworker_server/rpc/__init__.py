@@ -1,0 +1,2 @@
+"""The gRPC edge: handler registration and lenient parsing, the drain gate, health,
+reflection, listener TLS and caller authentication."""
