@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .run import GHZ, Process, process_cpu, wait_serving
+from bench.run import GHZ, Process, process_cpu, wait_serving
 
 _SERVER = "-m llmworker_server --demo --no-internal --port 0 --log-level INFO"
 _NAMED = {

@@ -23,14 +23,13 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from bench.many_tools import build_class
 from llmworker import Worker, tool_definitions
-from llmworker._wire import definitions_response
+from llmworker._wire.messages import definitions_response
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.event_loop import choose_loop
-from llmworker_server.reflection import enable_reflection
-
-from .many_tools import build_class
+from llmworker_server.rpc.reflection import enable_reflection
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")

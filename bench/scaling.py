@@ -57,11 +57,11 @@ from llmworker import (
     ToolRegistryClient,
     Worker,
 )
-from llmworker._formats import format_definitions
-from llmworker._wire import definition_message, definitions_response
+from llmworker._formats.definition_formats import format_definitions
+from llmworker._wire.messages import definition_message, definitions_response
 from llmworker.v1 import tool_registry_pb2 as registry_pb
 from llmworker.v1 import tool_service_pb2 as pb
-from llmworker_server.registry import Registry
+from llmworker_server.registry.registry import Registry
 
 __all__ = ["large_meta", "small_meta"]
 

@@ -5,11 +5,7 @@ batches through pre- and post-call hooks; a ``ToolServerHandle`` reaches the sam
 anywhere in the application.
 """
 
-from ._adapters import tool_calls_from, tool_results_message
-from ._batch import BatchOutcome, Completed, Paused
-from ._context import CallMetadata, ToolContext, current_call
-from ._decisions import Approve, ApproveWithInput, Decision, Deny
-from ._decorators import (
+from ._authoring.decorators import (
     BoundToolMethod,
     ToolMethod,
     definition_of,
@@ -18,7 +14,16 @@ from ._decorators import (
     tool_definitions,
     tool_registry,
 )
-from ._errors import (
+from ._authoring.schema import SchemaStyle
+from ._client.registry_client import ToolRegistryClient
+from ._client.remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
+from ._client.remote_tool import RemoteTool
+from ._formats.adapters import tool_calls_from, tool_results_message
+from ._formats.definition_formats import DefinitionFormat, FormattedDefinitions
+from ._formats.strict import StrictSchemaError
+from ._model.calls import CallMetadata, ToolCall, ToolResult
+from ._model.decisions import Approve, ApproveWithInput, Decision, Deny
+from ._model.errors import (
     ToolBatchAborted,
     ToolCallPaused,
     ToolError,
@@ -27,8 +32,12 @@ from ._errors import (
     WorkerError,
     WorkerStateError,
 )
-from ._formats import DefinitionFormat, FormattedDefinitions
-from ._hooks import (
+from ._model.json_values import JsonObject, JsonValue, canonical_json
+from ._model.outcomes import BatchOutcome, Completed, Paused
+from ._model.tool import Tool, ToolDefinition, ToolFactory, ToolOutput
+from ._model.tool_meta import ToolAnnotations, ToolMeta
+from ._runtime.context import ToolContext, current_call
+from ._runtime.hooks import (
     Abort,
     Continue,
     Pause,
@@ -38,24 +47,14 @@ from ._hooks import (
     PreToolCallHook,
     PreToolCallOutcome,
     Skip,
-    ToolCall,
     ToolCallContext,
-    ToolResult,
 )
-from ._json import JsonObject, JsonValue, canonical_json
-from ._registry_client import ToolRegistryClient
-from ._remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
-from ._remote_tool import RemoteTool
-from ._schema import SchemaStyle
-from ._status import RemoteServiceError
-from ._streaming import OutputChunk, Progress, StreamEvent
-from ._strict import StrictSchemaError
-from ._tls import ClientTls
-from ._tool import Tool, ToolDefinition, ToolFactory, ToolOutput
-from ._tool_meta import ToolAnnotations, ToolMeta
-from ._tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
+from ._runtime.streaming import OutputChunk, Progress, StreamEvent
+from ._runtime.tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
+from ._runtime.worker import Locked, Mutable, Worker
 from ._version import __version__ as __version__
-from ._worker import Locked, Mutable, Worker
+from ._wire.status import RemoteServiceError
+from ._wire.tls import ClientTls
 
 __all__ = [
     "Abort",

@@ -23,10 +23,10 @@ from mypy.types import TypeType
 
 __all__ = ["plugin"]
 
-_REGISTRY: Final = "llmworker._decorators.tool_registry"
-_TOOL: Final = "llmworker._decorators.tool"
-_TOOL_FACTORY: Final = "llmworker._tool.ToolFactory"
-_TOOL_PROTOCOL: Final = "llmworker._tool.Tool"
+_REGISTRY: Final = "llmworker._authoring.decorators.tool_registry"
+_TOOL: Final = "llmworker._authoring.decorators.tool"
+_TOOL_FACTORY: Final = "llmworker._model.tool.ToolFactory"
+_TOOL_PROTOCOL: Final = "llmworker._model.tool.Tool"
 _BASE_MODEL: Final = "pydantic.main.BaseModel"
 
 

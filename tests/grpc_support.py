@@ -21,8 +21,7 @@ from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMi
 from llmworker import Mutable, Worker, tool_definitions
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
-
-from .server_tools import ServerTestTools
+from tests.server_tools import ServerTestTools
 
 REPO = Path(__file__).resolve().parent.parent
 

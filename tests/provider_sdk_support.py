@@ -14,8 +14,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from llmworker import DefinitionFormat, JsonValue, Mutable, Worker, tool_definitions
 from llmworker_server.demo_tools import DemoTools
-
-from .schema_zoo import MapZoo, RecursiveZoo, TupleZoo, Zoo
+from tests.schema_zoo import MapZoo, RecursiveZoo, TupleZoo, Zoo
 
 __all__ = [
     "ANTHROPIC",

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from llmworker import ClientTls
-from llmworker_server.tls import TlsFiles
+from llmworker_server.rpc.tls import TlsFiles
 
 
 @dataclass(frozen=True)

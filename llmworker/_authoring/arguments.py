@@ -10,8 +10,8 @@ from typing import Any, Final, TypeAlias, cast
 import pydantic_core
 from pydantic import ValidationError
 
-from ._errors import ToolError
-from ._text import printable, shorten
+from .._model.errors import ToolError
+from .._model.text import printable, shorten
 
 __all__ = [
     "MAX_PROBLEMS",

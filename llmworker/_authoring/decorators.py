@@ -25,10 +25,10 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, final, overloa
 import pydantic
 from pydantic.fields import FieldInfo
 
-from ._generated_tool import GeneratedTool, ToolOptions, generate_tool, pascal_case
-from ._schema import SchemaStyle
-from ._tool import ToolFactory
-from ._tool_meta import ToolAnnotations, ToolMeta
+from .._model.tool import ToolFactory
+from .._model.tool_meta import ToolAnnotations, ToolMeta
+from .generated_tool import GeneratedTool, ToolOptions, generate_tool, pascal_case
+from .schema import SchemaStyle
 
 __all__ = [
     "BoundToolMethod",

@@ -22,16 +22,16 @@ from pydantic import (
 from pydantic_core import SchemaValidator
 from typing_extensions import TypedDict
 
-from ._arguments import KeywordsValidator, describe, render_result, unknown_fields
-from ._context import ToolContext, current_call
-from ._errors import ToolError
-from ._schema import SchemaStyle, arguments_schema, is_structured, output_schema
-from ._streaming import streamed_output
-from ._text import message_of
-from ._tool import Tool, ToolOutput
-from ._tool_meta import ToolAnnotations, ToolMeta
-from ._tool_server import crash_error
-from ._validation_schema import null_means_default, validation_schema
+from .._model.errors import ToolError
+from .._model.text import message_of
+from .._model.tool import Tool, ToolOutput
+from .._model.tool_meta import ToolAnnotations, ToolMeta
+from .._runtime.context import ToolContext, current_call
+from .._runtime.execution import crash_error
+from .._runtime.streaming import streamed_output
+from .arguments import KeywordsValidator, describe, render_result, unknown_fields
+from .schema import SchemaStyle, arguments_schema, is_structured, output_schema
+from .validation_schema import null_means_default, validation_schema
 
 __all__ = [
     "ArgumentsModel",

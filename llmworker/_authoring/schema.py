@@ -21,8 +21,8 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from typing_extensions import is_typeddict
 
-from ._json import JsonObject
-from ._strict import strict_schema
+from .._formats.strict import strict_schema
+from .._model.json_values import JsonObject
 
 __all__ = ["SchemaStyle", "arguments_schema", "is_structured", "output_schema"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from ._tool_meta import ToolMeta
+from .._model.tool_meta import ToolMeta
 
 __all__ = ["RETRYING_SERVICE_CONFIG", "SERVICE_CONFIG", "retry_is_safe"]
 

@@ -9,13 +9,13 @@ from typing import Final, cast, final
 
 import grpc
 
-from ._batch import BatchOutcome, Completed, Paused
-from ._decisions import Approve, ApproveWithInput, Decision, Deny
-from ._errors import ToolBatchAborted, ToolError, ToolRegistryError, ToolServerError
-from ._hooks import ToolCall, ToolResult
-from ._json import JsonObject
-from ._status import DETAILS_KEY, Reason, RemoteServiceError, tool_error_from_status
-from .v1 import tool_service_pb2 as pb
+from .._model.calls import ToolCall, ToolResult
+from .._model.decisions import Approve, ApproveWithInput, Decision, Deny
+from .._model.errors import ToolBatchAborted, ToolError, ToolRegistryError, ToolServerError
+from .._model.json_values import JsonObject
+from .._model.outcomes import BatchOutcome, Completed, Paused
+from .._wire.status import DETAILS_KEY, Reason, RemoteServiceError, tool_error_from_status
+from ..v1 import tool_service_pb2 as pb
 
 __all__ = [
     "ABORT_CALL_KEY",

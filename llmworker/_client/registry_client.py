@@ -7,12 +7,12 @@ from typing import Final, final
 import grpc
 import grpc.aio
 
-from ._channel_owner import ChannelOwner
-from ._status import error_from_rpc
-from ._tls import ClientTls, aio_channel
-from ._tool_meta import ToolMeta
-from ._wire import definition_message
-from .v1 import tool_registry_pb2 as pb
+from .._model.tool_meta import ToolMeta
+from .._wire.messages import definition_message
+from .._wire.status import error_from_rpc
+from .._wire.tls import ClientTls, aio_channel
+from ..v1 import tool_registry_pb2 as pb
+from .channel_owner import ChannelOwner
 
 __all__ = ["ToolRegistryClient"]
 

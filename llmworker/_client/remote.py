@@ -21,34 +21,34 @@ from typing import Final, Self, final
 import grpc
 import grpc.aio
 
-from ._balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
-from ._batch import BatchOutcome, Paused
-from ._caller_token import bearer_metadata
-from ._channel_owner import ChannelOwner
-from ._decisions import Decision
-from ._hooks import ToolCall
-from ._json import canonical_json
-from ._remote_batch import (
+from .._model.calls import ToolCall
+from .._model.decisions import Decision
+from .._model.json_values import canonical_json
+from .._model.outcomes import BatchOutcome, Paused
+from .._model.tool import Tool
+from .._model.tool_meta import ToolMeta
+from .._runtime.streaming import StreamEvent
+from .._runtime.tool_server import DefinitionsSnapshot
+from .._wire.caller_token import bearer_metadata
+from .._wire.messages import meta_from_message
+from .._wire.status import (
+    Reason,
+    RemoteServiceError,
+    error_from_rpc,
+)
+from .._wire.tls import ClientTls, aio_channel, sync_channel, with_tls_hint
+from ..v1 import tool_service_pb2 as pb
+from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
+from .batch import (
     ResumeToken,
     aborted,
     calls_request,
     outcome_of,
     resume_request,
 )
-from ._remote_stream import CALL_TOOL_STREAM, read_events, read_events_blocking, stream_method
-from ._remote_tool import SERVICE, RemoteTool, call_methods
-from ._status import (
-    Reason,
-    RemoteServiceError,
-    error_from_rpc,
-)
-from ._streaming import StreamEvent
-from ._tls import ClientTls, aio_channel, sync_channel, with_tls_hint
-from ._tool import Tool
-from ._tool_meta import ToolMeta
-from ._tool_server import DefinitionsSnapshot
-from ._wire import meta_from_message
-from .v1 import tool_service_pb2 as pb
+from .channel_owner import ChannelOwner
+from .remote_tool import SERVICE, RemoteTool, call_methods
+from .stream import CALL_TOOL_STREAM, read_events, read_events_blocking, stream_method
 
 __all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 

@@ -9,13 +9,14 @@ from typing import Final
 import grpc
 import grpc.aio
 
-from ._batch import Paused
-from ._context import CURRENT_CALL
-from ._decisions import Approve
-from ._errors import ToolError
-from ._remote_batch import outcome_of, resume_request, structured_of
-from ._remote_stream import event_of, stream_method
-from ._status import (
+from .._model.decisions import Approve
+from .._model.errors import ToolError
+from .._model.outcomes import Paused
+from .._model.text import shorten
+from .._model.tool import ToolOutput
+from .._runtime.context import CURRENT_CALL
+from .._runtime.streaming import OutputChunk, Progress
+from .._wire.status import (
     CODES,
     TABLE_REASONS,
     Reason,
@@ -23,10 +24,9 @@ from ._status import (
     table_reason,
     tool_error_from_rpc,
 )
-from ._streaming import OutputChunk, Progress
-from ._text import shorten
-from ._tool import ToolOutput
-from .v1 import tool_service_pb2 as pb
+from ..v1 import tool_service_pb2 as pb
+from .batch import outcome_of, resume_request, structured_of
+from .stream import event_of, stream_method
 
 __all__ = ["SERVICE", "RemoteTool", "call_methods", "output_of"]
 

@@ -8,11 +8,11 @@ from typing import Final
 import grpc
 import grpc.aio
 
-from ._remote_batch import structured_of
-from ._status import error_from_rpc
-from ._streaming import OutputChunk, Progress, StreamEvent
-from ._tool import ToolOutput
-from .v1 import tool_service_pb2 as pb
+from .._model.tool import ToolOutput
+from .._runtime.streaming import OutputChunk, Progress, StreamEvent
+from .._wire.status import error_from_rpc
+from ..v1 import tool_service_pb2 as pb
+from .batch import structured_of
 
 __all__ = ["CALL_TOOL_STREAM", "event_of", "read_events", "read_events_blocking", "stream_method"]
 

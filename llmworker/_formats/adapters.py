@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from ._formats import DefinitionFormat
-from ._hooks import ToolCall, ToolResult
-from ._json import JsonValue, canonical_json
-from ._text import shorten
+from .._model.calls import ToolCall, ToolResult
+from .._model.json_values import JsonValue, canonical_json
+from .._model.text import shorten
+from .definition_formats import DefinitionFormat
 
 __all__ = ["tool_calls_from", "tool_results_message"]
 

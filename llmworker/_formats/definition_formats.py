@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, cast, final
 
-from ._json import JsonValue, canonical_json
-from ._strict import ANTHROPIC, OPENAI, check_anthropic_request, strict_schema
-from ._tool_meta import ToolMeta
+from .._model.json_values import JsonValue, canonical_json
+from .._model.tool_meta import ToolMeta
+from .strict import ANTHROPIC, OPENAI, check_anthropic_request, strict_schema
 
 __all__ = ["DefinitionFormat", "FormattedDefinitions", "format_definitions"]
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, cast
 
-from ._json import JsonObject, JsonValue, canonical_json, thaw
+from .._model.json_values import JsonObject, JsonValue, canonical_json, thaw
 
 __all__ = [
     "ANTHROPIC",

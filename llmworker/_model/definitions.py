@@ -15,8 +15,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, final
 
-from ._json import canonical_json
-from ._tool_meta import ToolMeta
+from .json_values import canonical_json
+from .tool_meta import ToolMeta
 
 if TYPE_CHECKING:
     from _hashlib import HASH

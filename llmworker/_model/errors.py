@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from ._text import message_of, shorten
+from .text import message_of, shorten
 
 if TYPE_CHECKING:
-    from ._batch import Paused
+    from .outcomes import Paused
 
 __all__ = [
     "ToolBatchAborted",

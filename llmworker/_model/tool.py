@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, final, runtime_checkable
 
-from ._json import JsonObject
-from ._tool_meta import ToolMeta
+from .json_values import JsonObject
+from .tool_meta import ToolMeta
 
 __all__ = ["Tool", "ToolDefinition", "ToolFactory", "ToolOutput", "declared_meta"]
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, final
 
-from ._json import FrozenJsonObject, JsonObject, JsonValue, canonical_json, freeze_json_object
-from ._text import shorten
+from .json_values import FrozenJsonObject, JsonObject, JsonValue, canonical_json, freeze_json_object
+from .text import shorten
 
 __all__ = ["ToolAnnotations", "ToolMeta"]
 

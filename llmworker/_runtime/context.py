@@ -12,61 +12,14 @@ decorator's tools without the parameter do, so their calls skip setting it):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Final, final
 
-from ._errors import WorkerError
-from ._streaming import CallEvents, checked_progress
+from .._model.calls import NO_METADATA, CallMetadata
+from .._model.errors import WorkerError
+from .streaming import CallEvents, checked_progress
 
-__all__ = ["CallMetadata", "ToolContext", "current_call"]
-
-
-@final
-class CallMetadata(Mapping[str, str]):
-    """An immutable str -> str mapping of per-call context (user, conversation, a credential).
-
-    Its repr shows the keys only: values may be secrets, so they never reach a log that way.
-    """
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, str] | None = None) -> None:
-        self._items: dict[str, str] = dict(items) if items else {}
-        for key, value in self._items.items():
-            if not isinstance(key, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(
-                    f"call metadata maps str to str; got {type(key).__name__} -> "
-                    f"{type(value).__name__}"
-                )
-
-    @classmethod
-    def of(cls, items: Mapping[str, str]) -> CallMetadata:
-        """``items`` itself if it already is a CallMetadata, else a frozen copy."""
-        return items if isinstance(items, CallMetadata) else cls(items)
-
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._items == dict(other)  # pyright: ignore[reportUnknownArgumentType]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._items.items()))
-
-    def __repr__(self) -> str:
-        return f"CallMetadata(keys={sorted(self._items)!r})"
-
-
-NO_METADATA: Final = CallMetadata()
+__all__ = ["ToolContext", "current_call"]
 
 
 @final

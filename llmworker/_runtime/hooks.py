@@ -10,15 +10,13 @@ returns ``Continue()`` or ``Abort(reason)``. Hooks may be plain or ``async`` fun
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypeAlias, final
 
-from ._context import NO_METADATA, CallMetadata
-from ._errors import ToolError, ToolServerError
-from ._json import JsonObject
-from ._tool import Tool
-from ._tool_meta import ToolMeta
+from .._model.calls import ToolCall, ToolResult
+from .._model.tool import Tool
+from .._model.tool_meta import ToolMeta
 
 __all__ = [
     "Abort",
@@ -30,57 +28,8 @@ __all__ = [
     "PreToolCallHook",
     "PreToolCallOutcome",
     "Skip",
-    "ToolCall",
     "ToolCallContext",
-    "ToolResult",
 ]
-
-
-@dataclass(slots=True, repr=False)
-class ToolCall:
-    """One tool call as the model produced it; ``input_json`` is its raw argument text.
-
-    ``metadata`` is what the caller knows about the call (user, conversation, a credential):
-    the tool reads it through ``ToolContext``; reprs show its keys only. ``timeout`` is how
-    many seconds the call may run: past it, it is cancelled and answered with
-    ``ToolServerError.ToolTimeout``. ``deadline`` is the ``time.monotonic()`` at which the
-    caller stops waiting (it enforces that itself, as gRPC does); tools read the nearer of the
-    two through ``ToolContext.time_remaining()``. None: no limit.
-    """
-
-    id: str
-    name: str
-    input_json: str
-    metadata: Mapping[str, str] = field(default=NO_METADATA)
-    deadline: float | None = None
-    timeout: float | None = None
-
-    def __repr__(self) -> str:
-        deadline = "" if self.deadline is None else f", deadline={self.deadline!r}"
-        deadline += "" if self.timeout is None else f", timeout={self.timeout!r}"
-        metadata = f", metadata={CallMetadata.of(self.metadata)!r}" if self.metadata else ""
-        return (
-            f"ToolCall(id={self.id!r}, name={self.name!r}, input_json={self.input_json!r}"
-            f"{metadata}{deadline})"
-        )
-
-
-@dataclass(slots=True)
-class ToolResult:
-    """The answer to the call ``call_id``, as text for the model.
-
-    ``structured`` is the tool's structured result beside the text, when it has one;
-    ``skipped`` says a pre-hook skipped the call. ``error`` keeps the exception behind an
-    error result (not compared), so a transport can report the exact variant; ``content``
-    is its text.
-    """
-
-    call_id: str
-    content: str
-    is_error: bool = False
-    error: ToolError | ToolServerError | None = field(default=None, compare=False, repr=False)
-    structured: JsonObject | None = None
-    skipped: bool = False
 
 
 class _ToolContext:

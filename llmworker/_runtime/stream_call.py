@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Mapping
 
-from ._batch import HookChains, run_one_call
-from ._streaming import STREAMED_CALL, CallEvents, StreamEvent
-from ._tool import ToolOutput
-from ._tool_server import ToolServerHandle
+from .._model.tool import ToolOutput
+from .batch import HookChains, run_one_call
+from .streaming import STREAMED_CALL, CallEvents, StreamEvent
+from .tool_server import ToolServerHandle
 
 __all__ = ["stream_one_call"]
 

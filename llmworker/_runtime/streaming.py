@@ -24,9 +24,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final, TypeAlias, final
 
-from ._errors import ToolError
-from ._text import shorten
-from ._tool import ToolOutput
+from .._model.errors import ToolError
+from .._model.text import shorten
+from .._model.tool import ToolOutput
 
 __all__ = [
     "STREAMED_CALL",

@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Coroutine, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar, cast, final
 
-from ._batch import BatchOutcome, HookChains, Paused, resume_batch, run_batch, run_one_call
-from ._context import NO_METADATA
-from ._decisions import Decision
-from ._errors import ToolRegistryError, ToolServerError, WorkerStateError
-from ._hooks import PostToolCallHook, PreToolCallHook, ToolCall
-from ._stream_call import stream_one_call
-from ._streaming import StreamEvent
-from ._tool import ToolDefinition, ToolOutput
-from ._tool_meta import ToolMeta
-from ._tool_server import ToolServer, ToolServerHandle
+from .._model.calls import NO_METADATA, ToolCall
+from .._model.decisions import Decision
+from .._model.errors import ToolRegistryError, ToolServerError, WorkerStateError
+from .._model.outcomes import BatchOutcome, Paused
+from .._model.tool import ToolDefinition, ToolOutput
+from .._model.tool_meta import ToolMeta
+from .batch import HookChains, resume_batch, run_batch, run_one_call
+from .hooks import PostToolCallHook, PreToolCallHook
+from .stream_call import stream_one_call
+from .streaming import StreamEvent
+from .tool_server import ToolServer, ToolServerHandle
 
 __all__ = ["Locked", "Mutable", "Worker"]
 

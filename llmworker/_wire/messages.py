@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Literal, cast
 
-from ._formats import DefinitionFormat
-from ._json import canonical_json
-from ._tool_meta import ToolAnnotations, ToolMeta
-from ._tool_server import DefinitionsSnapshot
-from .v1 import tool_pb2, tool_service_pb2
+from .._formats.definition_formats import DefinitionFormat
+from .._model.json_values import canonical_json
+from .._model.tool_meta import ToolAnnotations, ToolMeta
+from .._runtime.tool_server import DefinitionsSnapshot
+from ..v1 import tool_pb2, tool_service_pb2
 
 __all__ = [
     "definition_format",

@@ -18,8 +18,8 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
-from ._errors import ToolError, ToolRegistryError, ToolServerError
-from ._text import message_of, shorten, shorten_utf8
+from .._model.errors import ToolError, ToolRegistryError, ToolServerError
+from .._model.text import message_of, shorten, shorten_utf8
 
 __all__ = [
     "CODES",

@@ -16,31 +16,31 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from llmworker import Mutable, ToolDefinition, Worker, tool_definitions
 
-from .auth import CallerCheck
-from .call_log import CallLog
+from .calls.limits import CallLimits
+from .calls.paused_batches import PausedBatches
+from .calls.service import ToolService
 from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
-from .drain import DrainGate
-from .health import ServerHealth
-from .limits import CallLimits
 from .loading import load_definitions
-from .metrics import Gauges, ServerMetrics
-from .metrics_http import MetricsListener
-from .paused_batches import PausedBatches
-from .providers import ProviderMonitor
-from .reflection import enable_reflection
-from .registry import Registry
-from .registry_service import RegistryService
-from .replica_registrations import ReplicaRegistrations
-from .service import ToolService
-from .tls import ListenerTls
-from .worker_metrics import SnapshotWriter
+from .ops.call_log import CallLog
+from .ops.metrics import Gauges, ServerMetrics
+from .ops.metrics_http import MetricsListener
+from .ops.worker_metrics import SnapshotWriter
+from .registry.providers import ProviderMonitor
+from .registry.registry import Registry
+from .registry.replicas import ReplicaRegistrations
+from .registry.service import RegistryService
+from .rpc.auth import CallerCheck
+from .rpc.drain import DrainGate
+from .rpc.health import ServerHealth
+from .rpc.reflection import enable_reflection
+from .rpc.tls import ListenerTls
 
 if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
     from opentelemetry.trace import TracerProvider
 
-    from .tracing import Tracing
+    from .ops.tracing import Tracing
 
 __all__ = ["ServerApp"]
 
@@ -208,7 +208,7 @@ class ServerApp:
 
     def _new_tracing(self, provider: TracerProvider | None) -> Tracing:
         try:
-            from .tracing import Tracing, provider_from_environment
+            from .ops.tracing import Tracing, provider_from_environment
         except ImportError as error:
             raise ValueError(
                 f"--otel needs OpenTelemetry ({error}): pip install 'llmworker[otel]'"

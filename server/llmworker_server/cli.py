@@ -15,10 +15,10 @@ from llmworker import ClientTls, ToolRegistryError, __version__
 
 from .config import ServerConfig
 from .event_loop import choose_loop
-from .log_format import FIELDS, configure_logging
+from .ops.log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
-from .tls import TlsFiles
+from .rpc.tls import TlsFiles
 from .workers import follow_supervisor, run_workers
 
 __all__ = ["main", "parse_args"]

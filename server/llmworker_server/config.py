@@ -10,7 +10,7 @@ from pathlib import Path
 
 from llmworker import ClientTls
 
-from .tls import TlsFiles
+from .rpc.tls import TlsFiles
 
 __all__ = ["ServerConfig", "default_internal_socket", "is_loopback", "split_address"]
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from types import FrameType
 
 from .config import ServerConfig
-from .metrics_http import MetricsListener
-from .worker_metrics import WorkerMetrics
+from .ops.metrics_http import MetricsListener
+from .ops.worker_metrics import WorkerMetrics
 
 __all__ = ["SUPERVISOR_ENV", "follow_supervisor", "run_workers"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .grpc_support import REPO
+from tests.grpc_support import REPO
 
 GHZ = REPO / ".tools/go/bin/ghz"
 

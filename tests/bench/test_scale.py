@@ -14,8 +14,7 @@ import pytest
 from bench.scale import GO_PROVIDER, go_provider_problem
 from bench.scale_nginx import GHZ, nginx_config
 from bench.scale_nginx import TEMPLATE as NGINX_TEMPLATE
-
-from .grpc_support import REPO
+from tests.grpc_support import REPO
 
 
 def test_the_nginx_template_fills_in_every_replica_and_the_listener() -> None:

@@ -27,8 +27,8 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
 
-from .grpc_support import REPO, serve
-from .tls_support import Pki
+from tests.grpc_support import REPO, serve
+from tests.tls_support import Pki
 
 GO_BINARY = REPO / "tests/interop/go/bin/interop"
 NODE_CLIENT = REPO / "tests/interop/node/client.mjs"

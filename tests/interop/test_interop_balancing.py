@@ -22,11 +22,11 @@ import grpc.aio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from llmworker._balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG
+from llmworker._client.balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 
-from .grpc_support import REPO, ServerProcess, wait_for_lines
+from tests.grpc_support import REPO, ServerProcess, wait_for_lines
 
 GO_DIR = REPO / "tests/interop/go"
 GO_BINARY = GO_DIR / "bin/interop"

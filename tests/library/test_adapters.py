@@ -18,13 +18,12 @@ from llmworker import (
     tool_definitions,
     tool_results_message,
 )
-from llmworker._wire import format_number
+from llmworker._wire.messages import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
-
-from .grpc_support import failure_of, serve
-from .server_tools import ServerTestTools
+from tests.grpc_support import failure_of, serve
+from tests.server_tools import ServerTestTools
 
 
 def worker() -> Worker[Mutable]:

@@ -42,8 +42,7 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
-
-from .server_tools import ServerTestTools
+from tests.server_tools import ServerTestTools
 
 PLAIN_FINGERPRINT = "bfda874fb7f0243f6c1d21abaaad4648e44540960de143c6b35900c3173ce905"
 

@@ -29,8 +29,7 @@ from llmworker import (
     Worker,
     WorkerError,
 )
-
-from .support import CounterTool, EchoTool, FailingTool, SleepTool, definition_of
+from tests.support import CounterTool, EchoTool, FailingTool, SleepTool, definition_of
 
 
 def make_worker() -> tuple[Worker[Mutable], CounterTool, SleepTool]:

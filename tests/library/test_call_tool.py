@@ -28,8 +28,7 @@ from llmworker import (
     Worker,
     WorkerStateError,
 )
-
-from .support import EchoTool, FailingTool, SleepTool, definition_of
+from tests.support import EchoTool, FailingTool, SleepTool, definition_of
 
 
 class WrongResultTool:

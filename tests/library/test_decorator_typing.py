@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .typecheck import mypy_errors, pyright_errors
+from tests.typecheck import mypy_errors, pyright_errors
 
 APP = """\
 from typing import Annotated

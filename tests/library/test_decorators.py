@@ -22,8 +22,7 @@ from llmworker import (
     tool,
     tool_registry,
 )
-
-from .support import text_of
+from tests.support import text_of
 
 
 class Profile(BaseModel):

@@ -22,13 +22,12 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
-from llmworker._strict import strict_schema
-from llmworker._wire import format_number
+from llmworker._formats.strict import strict_schema
+from llmworker._wire.messages import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-
-from .grpc_support import failure_of, serve
-from .support import EchoTool
+from tests.grpc_support import failure_of, serve
+from tests.support import EchoTool
 
 
 class Address(BaseModel):

@@ -15,14 +15,13 @@ import grpc.aio
 from google.rpc import error_details_pb2  # pyright: ignore[reportMissingTypeStubs]
 
 from llmworker import ToolFactory, ToolMeta
-from llmworker._status import CODES
+from llmworker._wire.status import CODES
 from llmworker.v1 import tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
-
-from .grpc_support import failure_of, serve
-from .support import EchoTool
-from .test_crash_proof import crash_worker
-from .test_server_limits import trailers_size
+from tests.grpc_support import failure_of, serve
+from tests.server.test_crash_proof import crash_worker
+from tests.server.test_server_limits import trailers_size
+from tests.support import EchoTool
 
 TABLE = {reason.value: code for reason, code in CODES.items()}
 NAMES = ["echo", "take", "crash", "crash_sync", "emit", "ratio", "fail", "sleep", "counter"]

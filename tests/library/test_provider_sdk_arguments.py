@@ -13,8 +13,7 @@ from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
 from llmworker import DefinitionFormat, ToolError, ToolServerError
-
-from .provider_sdk_support import input_schemas, worker_of
+from tests.provider_sdk_support import input_schemas, worker_of
 
 TOOL_SETS: Final = {"count_nodes": "recursive_zoo", "span": "tuple_zoo"}  # others: "zoo"
 ORDER: Final[dict[str, Any]] = {

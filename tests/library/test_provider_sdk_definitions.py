@@ -16,8 +16,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 
 from llmworker import DefinitionFormat, canonical_json
-
-from .provider_sdk_support import (
+from tests.provider_sdk_support import (
     ANTHROPIC,
     CHAT,
     RESPONSES,

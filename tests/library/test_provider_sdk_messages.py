@@ -26,8 +26,7 @@ from llmworker import (
     tool_calls_from,
     tool_results_message,
 )
-
-from .provider_sdk_support import (
+from tests.provider_sdk_support import (
     ANTHROPIC,
     CHAT,
     RESPONSES,

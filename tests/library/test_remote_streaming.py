@@ -29,8 +29,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
-
-from .grpc_support import Served, serve
+from tests.grpc_support import Served, serve
 
 TOKEN = "stream-token-for-tests"
 

@@ -32,7 +32,7 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
-from llmworker._streaming import MAX_WAITING_EVENTS, PROGRESS_INTERVAL
+from llmworker._runtime.streaming import MAX_WAITING_EVENTS, PROGRESS_INTERVAL
 
 
 @tool_registry

@@ -21,9 +21,8 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
-from llmworker._strict import ANTHROPIC, strict_schema
-
-from .support import EchoTool
+from llmworker._formats.strict import ANTHROPIC, strict_schema
+from tests.support import EchoTool
 
 
 class Cat(BaseModel):

@@ -20,8 +20,7 @@ from llmworker import (
     Worker,
     canonical_json,
 )
-
-from .support import CounterTool, EchoTool, FailingTool, SleepTool, definition_of
+from tests.support import CounterTool, EchoTool, FailingTool, SleepTool, definition_of
 
 
 def test_handles_and_their_copies_share_one_map() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .typecheck import mypy_errors, pyright_errors
+from tests.typecheck import mypy_errors, pyright_errors
 
 # Line numbers below count from the first line of the snippet (pyright's are 0-based after
 # the "# pyright: strict" line it gets prepended, so both agree).

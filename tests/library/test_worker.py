@@ -19,8 +19,7 @@ from llmworker import (
     Worker,
     WorkerStateError,
 )
-
-from .support import CounterTool, EchoTool, counting_definition, definition_of
+from tests.support import CounterTool, EchoTool, counting_definition, definition_of
 
 
 def test_a_definition_is_called_exactly_once_at_registration() -> None:

@@ -19,8 +19,7 @@ import yaml
 from grpc_health.v1 import health_pb2
 
 from llmworker_server.cli import parse_args
-
-from .grpc_support import REPO, ServerProcess, serve, wait_for_line
+from tests.grpc_support import REPO, ServerProcess, serve, wait_for_line
 
 DEPLOY = REPO / "deploy"
 MANIFESTS = sorted((DEPLOY / "kubernetes").glob("*.yaml"))

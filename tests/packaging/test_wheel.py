@@ -15,8 +15,7 @@ import grpc.aio
 import pytest
 
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
-
-from .grpc_support import REPO, ServerProcess
+from tests.grpc_support import REPO, ServerProcess
 
 _CONSTRAINTS = REPO / "requirements" / "constraints.txt"
 _SHADOW = 'import sys\nprint("THIS IS THE USER\'S OWN {name}")\nsys.exit(3)\n'

@@ -32,12 +32,11 @@ from llmworker import (
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
-from llmworker_server.auth import AuthTokensError
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
-
-from .grpc_support import RpcFailure, ServerProcess, failure_of, serve, wait_for_line
-from .tls_support import Pki
+from llmworker_server.rpc.auth import AuthTokensError
+from tests.grpc_support import RpcFailure, ServerProcess, failure_of, serve, wait_for_line
+from tests.tls_support import Pki
 
 AGENT = "agent-token-0123456789abcdef"
 OPS = "ops-token-0123456789abcdef"

@@ -8,7 +8,7 @@ import io
 import re
 import time
 
-from llmworker_server.call_log import CallLog
+from llmworker_server.ops.call_log import CallLog
 
 LINE = re.compile(
     r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO llmworker\.server\.calls "

@@ -23,9 +23,8 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-
-from .grpc_support import ServerProcess, failure_of, serve
-from .server_tools import CrashTestTools, ServerTestTools
+from tests.grpc_support import ServerProcess, failure_of, serve
+from tests.server_tools import CrashTestTools, ServerTestTools
 
 CRASH_TOOLS = [
     "--tools",

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from llmworker_server.drain import DrainGate
+from llmworker_server.rpc.drain import DrainGate
 
 
 def _after_turns(turns: int, action: Callable[[], None]) -> None:

@@ -14,9 +14,8 @@ import pytest
 from llmworker import __version__
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
 from llmworker_server.event_loop import choose_loop
-from llmworker_server.log_format import JsonFormatter
-
-from .grpc_support import ServerProcess, wait_for_line
+from llmworker_server.ops.log_format import JsonFormatter
+from tests.grpc_support import ServerProcess, wait_for_line
 
 _SECRET = "registry-token-that-must-never-be-logged"
 _KEYS = {"time", "level", "logger", "message"}

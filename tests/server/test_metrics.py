@@ -22,9 +22,8 @@ from llmworker import __version__
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
 from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import ServerProcess, serve, wait_for_lines
-from .tls_support import Pki
+from tests.grpc_support import ServerProcess, serve, wait_for_lines
+from tests.tls_support import Pki
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

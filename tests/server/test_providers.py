@@ -26,8 +26,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import REPO, ServerProcess, failure_of, serve
+from tests.grpc_support import REPO, ServerProcess, failure_of, serve
 
 TOKEN = "providers-test-token"
 GO_BINARY = REPO / "tests/interop/go/bin/interop"

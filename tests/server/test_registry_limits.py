@@ -13,11 +13,10 @@ import grpc.aio
 import pytest
 
 from llmworker import RemoteServiceError, ToolMeta, ToolRegistryClient
-from llmworker._status import Reason
-from llmworker._wire import definition_message
+from llmworker._wire.messages import definition_message
+from llmworker._wire.status import Reason
 from llmworker.v1 import tool_pb2
-
-from .test_server_registry import (
+from tests.server.test_server_registry import (
     SHOUT,
     TOKEN,
     call_failure,
@@ -227,14 +226,6 @@ async def test_a_provider_that_is_no_llmworker_server_is_provider_unavailable(
             assert "llmworker.v1.ToolService" in failure.message
     finally:
         await bare.stop(0)
-
-
-def test_every_reason_has_its_code_in_the_readme_table() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    from llmworker._status import CODES
-
-    for reason, code in CODES.items():
-        assert f"| `{reason.value}` | {code.name} |" in readme, reason
 
 
 def test_definition_message_round_trips_for_the_tests() -> None:

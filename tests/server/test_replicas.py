@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import urllib.request
 from collections.abc import AsyncGenerator, Callable, Sequence
 
@@ -26,14 +25,13 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
-from llmworker._balancing import RETRYING_SERVICE_CONFIG
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from llmworker_server import ServerApp, ServerConfig, replica_registrations
+from llmworker_server import ServerApp, ServerConfig
 from llmworker_server.demo_tools import DemoTools
-from llmworker_server.replica_registrations import registry_addresses
-
-from .grpc_support import REPO, failure_of
+from llmworker_server.registry import replicas as replica_registrations
+from llmworker_server.registry.replicas import registry_addresses
+from tests.grpc_support import failure_of
 
 _TOKEN = "replicas-test-token"
 
@@ -306,10 +304,3 @@ async def test_a_watch_moves_to_another_replica_and_goes_on_from_its_fingerprint
             await registry.register_tool(ToolMeta("extra"), "127.0.0.1:9")
         await _eventually(lambda: handle.get_tool("extra") is not None)
         assert handle.definitions_fingerprint() == await _fingerprint(alive)
-
-
-def test_the_readme_gives_go_and_node_users_the_service_config_python_uses() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("**Go and Node clients**", 1)[1]
-    block = section.split("```json", 1)[1].split("```", 1)[0]
-    assert json.loads(block) == json.loads(RETRYING_SERVICE_CONFIG)

@@ -8,8 +8,7 @@ import pytest
 
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-
-from .grpc_support import failure_of, serve
+from tests.grpc_support import failure_of, serve
 
 
 async def assert_still_serving(stub: tool_service_pb2_grpc.ToolServiceStub) -> None:

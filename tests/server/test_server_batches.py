@@ -42,9 +42,8 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from llmworker_server.paused_batches import PausedBatches
-
-from .grpc_support import RpcFailure, Served, failure_of, serve
+from llmworker_server.calls.paused_batches import PausedBatches
+from tests.grpc_support import RpcFailure, Served, failure_of, serve
 
 
 @tool_registry

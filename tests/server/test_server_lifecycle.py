@@ -26,8 +26,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import REPO, ServerProcess, serve
+from tests.grpc_support import REPO, ServerProcess, serve
 
 
 async def test_without_an_internal_listener_the_registry_locks_at_start() -> None:

@@ -13,12 +13,11 @@ import grpc.aio
 import pytest
 
 from llmworker import ToolError, tool_definitions
-from llmworker._status import DETAILS_KEY
+from llmworker._wire.status import DETAILS_KEY
 from llmworker.v1 import tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
-
-from .grpc_support import ServerProcess, failure_of, serve
-from .test_crash_proof import CRASH_TOOLS, crash_service
+from tests.grpc_support import ServerProcess, failure_of, serve
+from tests.server.test_crash_proof import CRASH_TOOLS, crash_service
 
 HUGE_NAMES = ["n" * 10_000, "é" * 10_000, "\x01%" * 5_000, "🙂" * 3_000]
 

@@ -21,13 +21,12 @@ from llmworker import (
     ToolRegistryError,
     Worker,
 )
-from llmworker._wire import definition_message
+from llmworker._wire.messages import definition_message
 from llmworker.v1 import tool_pb2, tool_registry_pb2, tool_registry_pb2_grpc, tool_service_pb2_grpc
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import RpcFailure, ServerProcess, failure_of, serve
+from tests.grpc_support import RpcFailure, ServerProcess, failure_of, serve
 
 TOKEN = "s3cret-token-for-tests"
 SHOUT = ToolMeta(

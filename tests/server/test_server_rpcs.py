@@ -29,9 +29,8 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import RpcFailure, failure_of, serve
-from .server_tools import ServerTestTools
+from tests.grpc_support import RpcFailure, failure_of, serve
+from tests.server_tools import ServerTestTools
 
 
 async def call_failure(

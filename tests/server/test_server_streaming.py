@@ -14,8 +14,7 @@ from llmworker import Mutable, Worker, tool_definitions
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
-
-from .grpc_support import Served, failure_of, serve
+from tests.grpc_support import Served, failure_of, serve
 
 
 @pytest.fixture

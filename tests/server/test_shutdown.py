@@ -15,9 +15,8 @@ from grpc_health.v1 import health_pb2
 
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-
-from .grpc_support import ServerProcess
-from .test_crash_proof import CRASH_TOOLS
+from tests.grpc_support import ServerProcess
+from tests.server.test_crash_proof import CRASH_TOOLS
 
 SERVE = [*CRASH_TOOLS, "--port", "0", "--no-internal"]
 

@@ -26,10 +26,9 @@ from llmworker_server.app import ServerApp
 from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
-from llmworker_server.tls import TlsFiles, TlsFilesError
-
-from .grpc_support import ServerProcess, serve
-from .tls_support import Pki
+from llmworker_server.rpc.tls import TlsFiles, TlsFilesError
+from tests.grpc_support import ServerProcess, serve
+from tests.tls_support import Pki
 
 TOKEN = "tls-test-token"
 

@@ -22,9 +22,8 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server import ServerApp, ServerConfig
 from llmworker_server.cli import main
-
-from .grpc_support import Served
-from .server_tools import ServerTestTools
+from tests.grpc_support import Served
+from tests.server_tools import ServerTestTools
 
 _TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 _PARENT = "00f067aa0ba902b7"

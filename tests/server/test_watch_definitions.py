@@ -18,13 +18,12 @@ from llmworker import (
     ToolRegistryClient,
     Worker,
 )
-from llmworker._wire import format_number
+from llmworker._wire.messages import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
-
-from .grpc_support import failure_of, serve
+from tests.grpc_support import failure_of, serve
 
 TOKEN = "watch-token-for-tests"
 

@@ -18,8 +18,7 @@ import pytest
 
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
 from llmworker_server import workers
-
-from .grpc_support import REPO, ServerProcess, wait_for_lines
+from tests.grpc_support import REPO, ServerProcess, wait_for_lines
 
 _PORT = 50179
 _ECHO = tool_service_pb2.CallToolRequest(name="echo", input_json='{"text":"hi"}')

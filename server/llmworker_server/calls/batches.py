@@ -30,16 +30,16 @@ from llmworker import (
     tool_calls_from,
     tool_results_message,
 )
-from llmworker._formats import DefinitionFormat
-from llmworker._status import ErrorStatus, Reason
-from llmworker._text import shorten
-from llmworker._wire import definition_format
+from llmworker._formats.definition_formats import DefinitionFormat
+from llmworker._model.text import shorten
+from llmworker._wire.messages import definition_format
+from llmworker._wire.status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .call_requests import aborted_status, call_metadata, call_problem
+from ..registry.registry import Registry
+from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 from .paused_batches import HeldBatch, PausedBatches
-from .registry import Registry
-from .rpc import Context, MalformedRequest, abort, abort_malformed
+from .requests import aborted_status, call_metadata, call_problem
 
 if TYPE_CHECKING:
     from .service import ToolService

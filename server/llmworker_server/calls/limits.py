@@ -6,8 +6,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from llmworker._status import ErrorStatus, Reason
-from llmworker._text import shorten
+from llmworker._model.text import shorten
+from llmworker._wire.status import ErrorStatus, Reason
 
 __all__ = ["CallLimits"]
 

@@ -7,15 +7,19 @@ import hashlib
 from typing import Final, NamedTuple
 
 from llmworker import canonical_json
-from llmworker._formats import DefinitionFormat, FormattedDefinitions, format_definitions
-from llmworker._status import ErrorStatus, Reason
-from llmworker._tool_server import DefinitionsSnapshot
-from llmworker._wire import definition_format, definitions_response
+from llmworker._formats.definition_formats import (
+    DefinitionFormat,
+    FormattedDefinitions,
+    format_definitions,
+)
+from llmworker._runtime.tool_server import DefinitionsSnapshot
+from llmworker._wire.messages import definition_format, definitions_response
+from llmworker._wire.status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .auth import CallerCheck, Scope
-from .registry import Registry
-from .rpc import Context, MalformedRequest, abort, abort_malformed
+from ..registry.registry import Registry
+from ..rpc.auth import CallerCheck, Scope
+from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 
 __all__ = ["DefinitionListing", "Listing"]
 

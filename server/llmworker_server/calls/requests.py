@@ -7,10 +7,10 @@ import re
 from typing import Final, TypeAlias
 
 from llmworker import ToolBatchAborted
-from llmworker._context import NO_METADATA, CallMetadata
-from llmworker._remote_batch import ABORT_CALL_KEY, ABORT_REASON_KEY
-from llmworker._status import ErrorStatus, Reason
-from llmworker._text import shorten
+from llmworker._client.batch import ABORT_CALL_KEY, ABORT_REASON_KEY
+from llmworker._model.calls import NO_METADATA, CallMetadata
+from llmworker._model.text import shorten
+from llmworker._wire.status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
 __all__ = [

@@ -20,24 +20,18 @@ from llmworker import (
     ToolServerError,
     canonical_json,
 )
-from llmworker._context import NO_METADATA, CallMetadata
-from llmworker._status import ErrorStatus, Reason, status_of
-from llmworker._text import message_of, shorten
-from llmworker._wire import definition_message
+from llmworker._model.calls import NO_METADATA, CallMetadata
+from llmworker._model.text import message_of, shorten
+from llmworker._wire.messages import definition_message
+from llmworker._wire.status import ErrorStatus, Reason, status_of
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .auth import CallerCheck
-from .batches import BatchCalls
-from .call_log import CallLog
-from .call_requests import AdmittedCall, aborted_status, call_problem
-from .call_stream import CallStreams
-from .drain import DrainGate
-from .failure_log import FailureLog, unexpected_cause
-from .limits import CallLimits
-from .listing import DefinitionListing
-from .paused_batches import PausedBatches
-from .registry import Registry
-from .rpc import (
+from ..ops.call_log import CallLog
+from ..ops.failure_log import FailureLog, unexpected_cause
+from ..registry.registry import Registry
+from ..rpc.auth import CallerCheck
+from ..rpc.drain import DrainGate
+from ..rpc.handlers import (
     SHUTTING_DOWN,
     Context,
     MalformedRequest,
@@ -51,10 +45,16 @@ from .rpc import (
     server_streaming,
     unary,
 )
+from .batches import BatchCalls
+from .limits import CallLimits
+from .listing import DefinitionListing
+from .paused_batches import PausedBatches
+from .requests import AdmittedCall, aborted_status, call_problem
+from .stream import CallStreams
 from .watch import DefinitionsWatch
 
 if TYPE_CHECKING:  # imported with --otel only
-    from .tracing import Tracing
+    from ..ops.tracing import Tracing
 
 __all__ = ["ToolService"]
 

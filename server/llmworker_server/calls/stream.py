@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Final
 
 from llmworker import OutputChunk, Progress, ToolOutput
-from llmworker._status import ErrorStatus
+from llmworker._wire.status import ErrorStatus
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .rpc import SHUTTING_DOWN, Context, MalformedRequest, abort, is_requested_cancel
+from ..rpc.handlers import SHUTTING_DOWN, Context, MalformedRequest, abort, is_requested_cancel
 
 if TYPE_CHECKING:
     from .service import ToolService

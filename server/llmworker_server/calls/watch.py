@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from llmworker._status import ErrorStatus, Reason
+from llmworker._wire.status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
-from .drain import DrainGate
+from ..registry.registry import Registry
+from ..rpc.drain import DrainGate
+from ..rpc.handlers import SHUTTING_DOWN, Context, MalformedRequest, abort, abort_malformed
 from .listing import DefinitionListing
-from .registry import Registry
-from .rpc import SHUTTING_DOWN, Context, MalformedRequest, abort, abort_malformed
 
 __all__ = ["DefinitionsWatch"]
 

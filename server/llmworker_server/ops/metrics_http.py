@@ -9,8 +9,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import start_http_server
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from .config import split_address
-from .tls import TlsFiles
+from ..config import split_address
+from ..rpc.tls import TlsFiles
 
 __all__ = ["MetricsListener"]
 

@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from llmworker import __version__
-from llmworker._caller_token import with_metadata
+from llmworker._wire.caller_token import with_metadata
 
-from .rpc import Context, MalformedRequest
+from ..rpc.handlers import Context, MalformedRequest
 
 __all__ = ["Tracing", "provider_from_environment"]
 

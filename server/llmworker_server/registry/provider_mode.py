@@ -26,8 +26,8 @@ from llmworker import (
     ToolRegistryError,
     ToolServerError,
 )
-from llmworker._status import Reason
-from llmworker._text import printable
+from llmworker._model.text import printable
+from llmworker._wire.status import Reason
 
 __all__ = ["ProviderRegistration", "RegistrationRefused"]
 

@@ -24,10 +24,10 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health, health_pb2
 
-from llmworker._text import printable
+from llmworker._model.text import printable
 
 from .registry import Registry
-from .registry_service import RegistryService
+from .service import RegistryService
 
 __all__ = ["ProviderMonitor", "provider_health_name"]
 

@@ -18,8 +18,8 @@ from llmworker import (
     ToolServerHandle,
     Worker,
 )
-from llmworker._text import shorten
-from llmworker._wire import definition_message
+from llmworker._model.text import shorten
+from llmworker._wire.messages import definition_message
 
 __all__ = ["Registry", "RegistryFullError", "RegistryLockedError", "listing_bytes"]
 

@@ -13,18 +13,26 @@ import grpc
 import grpc.aio
 
 from llmworker import ClientTls, RemoteTool, ToolMeta, ToolRegistryError
-from llmworker._status import ErrorStatus, Reason
-from llmworker._text import printable, shorten
-from llmworker._tls import aio_channel
-from llmworker._wire import meta_from_message
+from llmworker._model.text import printable, shorten
+from llmworker._wire.messages import meta_from_message
+from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire.tls import aio_channel
 from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
-from .drain import DrainGate
+from ..rpc.drain import DrainGate
+from ..rpc.handlers import (
+    Context,
+    MalformedRequest,
+    abort,
+    abort_malformed,
+    add_service,
+    guarded,
+    unary,
+)
 from .provider_target import target_problem
 from .provider_tool import ProviderTool
 from .registry import Registry, RegistryFullError, RegistryLockedError
-from .rpc import Context, MalformedRequest, abort, abort_malformed, add_service, guarded, unary
 
 __all__ = ["RegistryService"]
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from llmworker._status import ErrorStatus, Reason
-from llmworker._text import printable, shorten
+from llmworker._model.text import printable, shorten
+from llmworker._wire.status import ErrorStatus, Reason
 
-from .rpc import Context
+from .handlers import Context
 
 __all__ = ["AuthTokensError", "Caller", "CallerCheck", "CallerTokens", "Scope"]
 

@@ -11,10 +11,10 @@ import grpc
 import grpc.aio
 from google.protobuf.message import DecodeError
 
-from llmworker._status import ErrorStatus, Reason
+from llmworker._wire.status import ErrorStatus, Reason
 
+from ..ops.failure_log import FailureLog
 from .drain import DrainGate
-from .failure_log import FailureLog
 
 __all__ = [
     "SHUTTING_DOWN",

@@ -8,7 +8,7 @@ from typing import Final, cast
 from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2
 
-from .rpc import Context
+from .handlers import Context
 
 # HealthListResponse is in grpcio-health-checking's own health_pb2, not yet in its stubs.
 _LIST_RESPONSE: Final = cast("type[Message]", getattr(health_pb2, "HealthListResponse"))  # noqa: B009

@@ -16,7 +16,7 @@ import grpc.aio
 from google.protobuf import descriptor, descriptor_pool
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from .rpc import add_service
+from .handlers import add_service
 
 __all__ = ["enable_reflection"]
 
