@@ -14,12 +14,17 @@ from .._model.decisions import Approve, ApproveWithInput, Decision, Deny
 from .._model.errors import ToolBatchAborted, ToolError, ToolRegistryError, ToolServerError
 from .._model.json_values import JsonObject
 from .._model.outcomes import BatchOutcome, Completed, Paused
-from .._wire.status import DETAILS_KEY, Reason, RemoteServiceError, tool_error_from_status
+from .._wire.status import (
+    ABORT_CALL_KEY,
+    ABORT_REASON_KEY,
+    DETAILS_KEY,
+    Reason,
+    RemoteServiceError,
+    tool_error_from_status,
+)
 from ..v1 import tool_service_pb2 as pb
 
 __all__ = [
-    "ABORT_CALL_KEY",
-    "ABORT_REASON_KEY",
     "ResumeToken",
     "aborted",
     "calls_request",
@@ -28,8 +33,6 @@ __all__ = [
     "structured_of",
 ]
 
-ABORT_CALL_KEY: Final = "aborted_call_id"
-ABORT_REASON_KEY: Final = "abort_reason"
 _CODES: Final = {code.value[0]: code for code in grpc.StatusCode}
 
 

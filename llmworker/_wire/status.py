@@ -22,7 +22,10 @@ from .._model.errors import ToolError, ToolRegistryError, ToolServerError
 from .._model.text import message_of, shorten, shorten_utf8
 
 __all__ = [
+    "ABORT_CALL_KEY",
+    "ABORT_REASON_KEY",
     "CODES",
+    "DETAILS_KEY",
     "DOMAIN",
     "TABLE_REASONS",
     "ErrorStatus",
@@ -38,6 +41,9 @@ __all__ = [
 
 DOMAIN: Final = "llmworker"
 DETAILS_KEY: Final = "grpc-status-details-bin"
+# ErrorInfo metadata of HOOK_ABORTED: the call at which a hook aborted, and its reason.
+ABORT_CALL_KEY: Final = "aborted_call_id"
+ABORT_REASON_KEY: Final = "abort_reason"
 
 _Metadata = Sequence[tuple[str, str | bytes]]
 

@@ -18,6 +18,7 @@ from llmworker import (
     BatchOutcome,
     Completed,
     Decision,
+    DefinitionFormat,
     Deny,
     Paused,
     ToolBatchAborted,
@@ -30,10 +31,7 @@ from llmworker import (
     tool_calls_from,
     tool_results_message,
 )
-from llmworker._formats.definition_formats import DefinitionFormat
-from llmworker._model.text import shorten
-from llmworker._wire.messages import definition_format
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire import ErrorStatus, Reason, definition_format, shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry

@@ -6,8 +6,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from llmworker._model.text import shorten
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire import ErrorStatus, Reason, shorten
 
 __all__ = ["CallLimits"]
 

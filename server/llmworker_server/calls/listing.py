@@ -6,15 +6,14 @@ from __future__ import annotations
 import hashlib
 from typing import Final, NamedTuple
 
-from llmworker import canonical_json
-from llmworker._formats.definition_formats import (
-    DefinitionFormat,
-    FormattedDefinitions,
+from llmworker import DefinitionFormat, DefinitionsSnapshot, FormattedDefinitions, canonical_json
+from llmworker._wire import (
+    ErrorStatus,
+    Reason,
+    definition_format,
+    definitions_response,
     format_definitions,
 )
-from llmworker._runtime.tool_server import DefinitionsSnapshot
-from llmworker._wire.messages import definition_format, definitions_response
-from llmworker._wire.status import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry

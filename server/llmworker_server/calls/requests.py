@@ -6,11 +6,15 @@ from __future__ import annotations
 import re
 from typing import Final, TypeAlias
 
-from llmworker import ToolBatchAborted
-from llmworker._client.batch import ABORT_CALL_KEY, ABORT_REASON_KEY
-from llmworker._model.calls import NO_METADATA, CallMetadata
-from llmworker._model.text import shorten
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker import CallMetadata, ToolBatchAborted
+from llmworker._wire import (
+    ABORT_CALL_KEY,
+    ABORT_REASON_KEY,
+    NO_METADATA,
+    ErrorStatus,
+    Reason,
+    shorten,
+)
 from llmworker.v1 import tool_service_pb2 as pb
 
 __all__ = [

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import grpc.aio
 
 from llmworker import (
+    CallMetadata,
     ToolBatchAborted,
     ToolCallPaused,
     ToolError,
@@ -20,10 +21,15 @@ from llmworker import (
     ToolServerError,
     canonical_json,
 )
-from llmworker._model.calls import NO_METADATA, CallMetadata
-from llmworker._model.text import message_of, shorten
-from llmworker._wire.messages import definition_message
-from llmworker._wire.status import ErrorStatus, Reason, status_of
+from llmworker._wire import (
+    NO_METADATA,
+    ErrorStatus,
+    Reason,
+    definition_message,
+    message_of,
+    shorten,
+    status_of,
+)
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..ops.call_log import CallLog

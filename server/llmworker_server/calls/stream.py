@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Final
 
 from llmworker import OutputChunk, Progress, ToolOutput
-from llmworker._wire.status import ErrorStatus
+from llmworker._wire import ErrorStatus
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..rpc.handlers import SHUTTING_DOWN, Context, MalformedRequest, abort, is_requested_cancel

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry

@@ -23,7 +23,7 @@ import re
 import time
 from typing import Final, TextIO
 
-from llmworker._model.text import printable
+from llmworker._wire import printable
 
 from .log_format import utc_stamp
 from .metrics import ServerMetrics

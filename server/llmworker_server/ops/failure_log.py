@@ -14,7 +14,7 @@ import traceback
 from typing import Final
 
 from llmworker import ToolError, ToolServerError
-from llmworker._model.text import message_of, printable
+from llmworker._wire import message_of, printable
 
 __all__ = ["FailureLog", "unexpected_cause"]
 

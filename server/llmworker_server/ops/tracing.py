@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from llmworker import __version__
-from llmworker._wire.caller_token import with_metadata
+from llmworker._wire import with_metadata
 
 from ..rpc.handlers import Context, MalformedRequest
 

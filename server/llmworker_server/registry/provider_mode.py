@@ -26,8 +26,7 @@ from llmworker import (
     ToolRegistryError,
     ToolServerError,
 )
-from llmworker._model.text import printable
-from llmworker._wire.status import Reason
+from llmworker._wire import Reason, printable
 
 __all__ = ["ProviderRegistration", "RegistrationRefused"]
 

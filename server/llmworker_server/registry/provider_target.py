@@ -15,7 +15,7 @@ import ipaddress
 import re
 from typing import Final
 
-from llmworker._model.text import printable
+from llmworker._wire import printable
 
 __all__ = ["MAX_TARGET_LENGTH", "target_problem"]
 

@@ -24,7 +24,7 @@ import grpc
 import grpc.aio
 from grpc_health.v1 import health, health_pb2
 
-from llmworker._model.text import printable
+from llmworker._wire import printable
 
 from .registry import Registry
 from .service import RegistryService

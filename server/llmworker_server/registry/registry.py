@@ -18,8 +18,7 @@ from llmworker import (
     ToolServerHandle,
     Worker,
 )
-from llmworker._model.text import shorten
-from llmworker._wire.messages import definition_message
+from llmworker._wire import definition_message, shorten
 
 __all__ = ["Registry", "RegistryFullError", "RegistryLockedError", "listing_bytes"]
 

@@ -23,7 +23,7 @@ import socket
 from collections.abc import Callable, Sequence
 
 from llmworker import ClientTls, ToolMeta
-from llmworker._model.text import printable
+from llmworker._wire import printable
 
 from .provider_mode import ProviderRegistration, RegistrationRefused
 

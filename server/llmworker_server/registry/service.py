@@ -13,10 +13,7 @@ import grpc
 import grpc.aio
 
 from llmworker import ClientTls, RemoteTool, ToolMeta, ToolRegistryError
-from llmworker._model.text import printable, shorten
-from llmworker._wire.messages import meta_from_message
-from llmworker._wire.status import ErrorStatus, Reason
-from llmworker._wire.tls import aio_channel
+from llmworker._wire import ErrorStatus, Reason, aio_channel, meta_from_message, printable, shorten
 from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, cast
 
-from llmworker._model.text import printable, shorten
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire import ErrorStatus, Reason, printable, shorten
 
 from .handlers import Context
 

@@ -11,7 +11,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import DecodeError
 
-from llmworker._wire.status import ErrorStatus, Reason
+from llmworker._wire import ErrorStatus, Reason
 
 from ..ops.failure_log import FailureLog
 from .drain import DrainGate
