@@ -10,7 +10,7 @@ import pytest
 
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from llmworker_server.ops.failure_log import FailureLog
+from llmworker_server.rpc.failure_log import FailureLog
 from tests.grpc_support import failure_of, serve
 from tests.server.test_crash_proof import crash_worker
 
@@ -90,7 +90,7 @@ def test_after_the_window_the_next_traceback_counts_what_was_left_out(
 ) -> None:
     caplog.set_level(logging.ERROR, "llmworker.server.failures")
     now = [1000.0]
-    monkeypatch.setattr("llmworker_server.ops.failure_log.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("llmworker_server.rpc.failure_log.time.monotonic", lambda: now[0])
     failures = FailureLog(burst=1, window=10)
     for _ in range(5):
         failures.report("flaky", "1", RuntimeError("down"))

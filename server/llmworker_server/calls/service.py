@@ -33,10 +33,10 @@ from llmworker._wire import (
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..ops.call_log import CallLog
-from ..ops.failure_log import FailureLog, unexpected_cause
 from ..registry.registry import Registry
 from ..rpc.auth import CallerCheck
 from ..rpc.drain import DrainGate
+from ..rpc.failure_log import FailureLog, unexpected_cause
 from ..rpc.handlers import (
     SHUTTING_DOWN,
     Context,

@@ -13,8 +13,8 @@ from google.protobuf.message import DecodeError
 
 from llmworker._wire import ErrorStatus, Reason
 
-from ..ops.failure_log import FailureLog
 from .drain import DrainGate
+from .failure_log import FailureLog
 
 __all__ = [
     "SHUTTING_DOWN",
