@@ -20,10 +20,11 @@ from ._client.remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
 from ._client.remote_tool import RemoteTool
 from ._formats.adapters import tool_calls_from, tool_results_message
 from ._formats.definition_formats import DefinitionFormat, FormattedDefinitions
-from ._formats.strict import StrictSchemaError
 from ._model.calls import CallMetadata, ToolCall, ToolResult
 from ._model.decisions import Approve, ApproveWithInput, Decision, Deny
 from ._model.errors import (
+    RemoteServiceError,
+    StrictSchemaError,
     ToolBatchAborted,
     ToolCallPaused,
     ToolError,
@@ -53,7 +54,6 @@ from ._runtime.streaming import OutputChunk, Progress, StreamEvent
 from ._runtime.tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
 from ._runtime.worker import Locked, Mutable, Worker
 from ._version import __version__ as __version__
-from ._wire.status import RemoteServiceError
 from ._wire.tls import ClientTls
 
 __all__ = [

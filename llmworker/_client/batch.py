@@ -11,7 +11,13 @@ import grpc
 
 from .._model.calls import ToolCall, ToolResult
 from .._model.decisions import Approve, ApproveWithInput, Decision, Deny
-from .._model.errors import ToolBatchAborted, ToolError, ToolRegistryError, ToolServerError
+from .._model.errors import (
+    RemoteServiceError,
+    ToolBatchAborted,
+    ToolError,
+    ToolRegistryError,
+    ToolServerError,
+)
 from .._model.json_values import JsonObject
 from .._model.outcomes import BatchOutcome, Completed, Paused
 from .._wire.status import (
@@ -19,7 +25,6 @@ from .._wire.status import (
     ABORT_REASON_KEY,
     DETAILS_KEY,
     Reason,
-    RemoteServiceError,
     tool_error_from_status,
 )
 from ..v1 import tool_service_pb2 as pb

@@ -23,6 +23,7 @@ import grpc.aio
 
 from .._model.calls import ToolCall
 from .._model.decisions import Decision
+from .._model.errors import RemoteServiceError
 from .._model.json_values import canonical_json
 from .._model.outcomes import BatchOutcome, Paused
 from .._model.tool import Tool
@@ -31,11 +32,7 @@ from .._runtime.streaming import StreamEvent
 from .._runtime.tool_server import DefinitionsSnapshot
 from .._wire.caller_token import bearer_metadata
 from .._wire.messages import meta_from_message
-from .._wire.status import (
-    Reason,
-    RemoteServiceError,
-    error_from_rpc,
-)
+from .._wire.status import Reason, error_from_rpc
 from .._wire.tls import ClientTls, aio_channel, sync_channel, with_tls_hint
 from ..v1 import tool_service_pb2 as pb
 from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe

@@ -10,20 +10,13 @@ import grpc
 import grpc.aio
 
 from .._model.decisions import Approve
-from .._model.errors import ToolError
+from .._model.errors import RemoteServiceError, ToolError
 from .._model.outcomes import Paused
 from .._model.text import shorten
 from .._model.tool import ToolOutput
 from .._runtime.context import CURRENT_CALL
 from .._runtime.streaming import OutputChunk, Progress
-from .._wire.status import (
-    CODES,
-    TABLE_REASONS,
-    Reason,
-    RemoteServiceError,
-    table_reason,
-    tool_error_from_rpc,
-)
+from .._wire.status import CODES, TABLE_REASONS, Reason, table_reason, tool_error_from_rpc
 from ..v1 import tool_service_pb2 as pb
 from .batch import outcome_of, resume_request, structured_of
 from .stream import event_of, stream_method

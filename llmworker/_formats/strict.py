@@ -24,13 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, cast
 
+from .._model.errors import StrictSchemaError
 from .._model.json_values import JsonObject, JsonValue, canonical_json, thaw
 
 __all__ = [
     "ANTHROPIC",
     "OPENAI",
     "StrictRules",
-    "StrictSchemaError",
     "check_anthropic_request",
     "strict_schema",
 ]
@@ -89,18 +89,6 @@ OPENAI: Final = StrictRules("OpenAI", all_required=True, recursion=True)
 ANTHROPIC: Final = StrictRules(
     "Anthropic", all_required=False, recursion=False, kept=_ANTHROPIC_KEPT
 )
-
-
-class StrictSchemaError(ValueError):
-    """A schema strict mode cannot take; names the tool and the JSON path."""
-
-    def __init__(self, tool: str, path: str, problem: str) -> None:
-        super().__init__(
-            f"tool '{tool}': its input schema cannot be made strict at {path}: {problem}; "
-            "change the tool's parameters, or use a format without strict mode"
-        )
-        self.tool = tool
-        self.path = path
 
 
 @dataclass

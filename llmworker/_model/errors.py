@@ -10,15 +10,19 @@
     ├── ToolServerError.ToolNotFound   "Tool '{name}' not found"
     ├── ToolServerError.ToolExecution  "Tool execution failed: {message}"
     ├── ToolServerError.ToolTimeout    "Tool '{name}' did not finish within {seconds} s"
-    └── ToolServerError.CallDenied     "Tool call '{call_id}' to '{name}' was denied: ..."
+    ├── ToolServerError.CallDenied     "Tool call '{call_id}' to '{name}' was denied: ..."
+    └── RemoteServiceError             a remote server's refusal: code, reason, metadata
 
     ToolRegistryError              raised by Worker registration
     └── ToolRegistryError.DuplicateName  "Tool with name '{name}' already registered"
+                                   (the same class as ToolServerError.DuplicateName)
 
     WorkerError                    misuse of a Worker or a batch
     ├── WorkerStateError           the Worker was moved by lock()/unlock(), or is locked
     ├── ToolBatchAborted           a hook aborted a call_tools() batch or a call_tool() call
     └── ToolCallPaused             a pre-hook paused a call_tool() call
+
+    StrictSchemaError (ValueError) a schema strict mode cannot take (formats)
 
 Variants are subclasses, so ``except ToolError`` catches all of them, and are reachable as
 attributes of their base (``ToolError.InvalidArgument``), mirroring the Rust enums.
@@ -26,14 +30,19 @@ attributes of their base (``ToolError.InvalidArgument``), mirroring the Rust enu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar, final
 
 from .text import message_of, shorten
 
 if TYPE_CHECKING:
+    import grpc
+
     from .outcomes import Paused
 
 __all__ = [
+    "RemoteServiceError",
+    "StrictSchemaError",
     "ToolBatchAborted",
     "ToolCallPaused",
     "ToolError",
@@ -84,19 +93,11 @@ class Internal(ToolError):
 class ToolServerError(Exception):
     """Looking up, registering or calling a tool on a ToolServer failed."""
 
-    DuplicateName: ClassVar[type[ServerDuplicateName]]
+    DuplicateName: ClassVar[type[DuplicateName]]
     ToolNotFound: ClassVar[type[ToolNotFound]]
     ToolExecution: ClassVar[type[ToolExecution]]
     ToolTimeout: ClassVar[type[ToolTimeout]]
     CallDenied: ClassVar[type[CallDenied]]
-
-
-class ServerDuplicateName(ToolServerError):
-    """A tool with this name is already registered."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Tool with name '{name}' already registered")
-        self.name = name
 
 
 class ToolNotFound(ToolServerError):
@@ -135,14 +136,32 @@ class CallDenied(ToolServerError):
         self.reason = reason
 
 
+@final
+class RemoteServiceError(ToolServerError):
+    """A remote ToolServer refused or could not run a call for a reason that is no tool's
+    error: a timeout, the concurrency limit, an unreachable provider, a locked registry..."""
+
+    def __init__(
+        self, code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str]
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.metadata: dict[str, str] = dict(metadata)
+
+
 class ToolRegistryError(Exception):
     """Registering tools through a Worker failed; nothing from the failed call was kept."""
 
-    DuplicateName: ClassVar[type[RegistryDuplicateName]]
+    DuplicateName: ClassVar[type[DuplicateName]]
 
 
-class RegistryDuplicateName(ToolRegistryError):
-    """A tool with this name is already registered, or appears twice in one batch."""
+class DuplicateName(ToolRegistryError, ToolServerError):
+    """A tool with this name is already registered, or appears twice in one batch.
+
+    One class, reachable as ``ToolRegistryError.DuplicateName`` (what registration raises)
+    and ``ToolServerError.DuplicateName``: either ``except`` catches it."""
 
     def __init__(self, name: str) -> None:
         super().__init__(f"Tool with name '{name}' already registered")
@@ -186,6 +205,18 @@ class ToolCallPaused(WorkerError):
         self.paused = paused
 
 
+class StrictSchemaError(ValueError):
+    """A schema strict mode cannot take; names the tool and the JSON path."""
+
+    def __init__(self, tool: str, path: str, problem: str) -> None:
+        super().__init__(
+            f"tool '{tool}': its input schema cannot be made strict at {path}: {problem}; "
+            "change the tool's parameters, or use a format without strict mode"
+        )
+        self.tool = tool
+        self.path = path
+
+
 def _nest(base: type[Exception], attribute: str, variant: type[Exception]) -> None:
     setattr(base, attribute, variant)
     variant.__qualname__ = f"{base.__name__}.{attribute}"
@@ -194,9 +225,9 @@ def _nest(base: type[Exception], attribute: str, variant: type[Exception]) -> No
 _nest(ToolError, "InvalidArgument", InvalidArgument)
 _nest(ToolError, "ExecutionFailed", ExecutionFailed)
 _nest(ToolError, "Internal", Internal)
-_nest(ToolServerError, "DuplicateName", ServerDuplicateName)
+ToolServerError.DuplicateName = DuplicateName  # the same class, named below
 _nest(ToolServerError, "ToolNotFound", ToolNotFound)
 _nest(ToolServerError, "ToolExecution", ToolExecution)
 _nest(ToolServerError, "ToolTimeout", ToolTimeout)
 _nest(ToolServerError, "CallDenied", CallDenied)
-_nest(ToolRegistryError, "DuplicateName", RegistryDuplicateName)
+_nest(ToolRegistryError, "DuplicateName", DuplicateName)

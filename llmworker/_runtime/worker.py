@@ -18,7 +18,7 @@ from typing import Generic, TypeVar, cast, final
 
 from .._model.calls import NO_METADATA, ToolCall
 from .._model.decisions import Decision
-from .._model.errors import ToolRegistryError, ToolServerError, WorkerStateError
+from .._model.errors import WorkerStateError
 from .._model.outcomes import BatchOutcome, Paused
 from .._model.tool import ToolDefinition, ToolOutput
 from .._model.tool_meta import ToolMeta
@@ -197,10 +197,7 @@ class Worker(Generic[StateT]):
     def register_tools(self: Worker[Mutable], definitions: Iterable[ToolDefinition]) -> None:
         """Register every definition, or none when any name is a duplicate."""
         handle = self._mutable("register_tools").handle
-        try:
-            handle._register_tools(definitions)  # pyright: ignore[reportPrivateUsage]
-        except ToolServerError.DuplicateName as error:
-            raise ToolRegistryError.DuplicateName(error.name) from None
+        handle._register_tools(definitions)  # pyright: ignore[reportPrivateUsage]
 
     def unregister_tool(self: Worker[Mutable], name: str) -> ToolMeta:
         """Remove the tool ``name`` and return its meta; calls in flight finish."""

@@ -18,7 +18,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2  # pyright: ignore[reportMissingTypeStubs]
 
-from .._model.errors import ToolError, ToolRegistryError, ToolServerError
+from .._model.errors import RemoteServiceError, ToolError, ToolRegistryError, ToolServerError
 from .._model.text import message_of, shorten, shorten_utf8
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "TABLE_REASONS",
     "ErrorStatus",
     "Reason",
-    "RemoteServiceError",
     "error_from_rpc",
     "error_from_status",
     "status_of",
@@ -120,21 +119,6 @@ _TOOL_ERROR_REASONS: Final[Mapping[type[ToolError], Reason]] = {
 _TOOL_ERRORS_BY_REASON: Final[Mapping[str, type[ToolError]]] = {
     reason.value: kind for kind, reason in _TOOL_ERROR_REASONS.items()
 }
-
-
-@final
-class RemoteServiceError(ToolServerError):
-    """A remote ToolServer refused or could not run a call for a reason that is no tool's
-    error: a timeout, the concurrency limit, an unreachable provider, a locked registry..."""
-
-    def __init__(
-        self, code: grpc.StatusCode, reason: str, message: str, metadata: Mapping[str, str]
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.metadata: dict[str, str] = dict(metadata)
 
 
 @final
@@ -235,7 +219,7 @@ def status_of(error: ToolError | ToolServerError | ToolRegistryError, tool: str)
             return ErrorStatus.of(Reason.CALL_DENIED, str(error), tool=shorten(tool))
         case ToolServerError.ToolExecution() if isinstance(error.__cause__, ToolError):
             return status_of(error.__cause__, tool)
-        case ToolServerError.DuplicateName() | ToolRegistryError.DuplicateName():
+        case ToolRegistryError.DuplicateName():
             return ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=tool)
         case RemoteServiceError():
             # The code follows the reason, so a provider cannot send a pair off the table.

@@ -11,8 +11,8 @@ from typing import Final, final
 import grpc
 import grpc.aio
 
+from .._model.errors import RemoteServiceError
 from .caller_token import caller_token_interceptors
-from .status import RemoteServiceError
 
 __all__ = ["ClientTls", "aio_channel", "sync_channel", "with_tls_hint"]
 

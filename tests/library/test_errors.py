@@ -43,3 +43,31 @@ def test_variants_name_themselves_like_the_enum() -> None:
     assert ToolError.InvalidArgument.__qualname__ == "ToolError.InvalidArgument"
     assert ToolServerError.ToolExecution.__qualname__ == "ToolServerError.ToolExecution"
     assert ToolRegistryError.DuplicateName.__qualname__ == "ToolRegistryError.DuplicateName"
+
+
+def test_one_duplicate_name_class_answers_both_bases() -> None:
+    from llmworker import Tool, ToolMeta, ToolOutput, ToolRegistryError, ToolServerError, Worker
+
+    class Echo:
+        async def execute(self, input_json: str) -> str | ToolOutput:
+            return input_json
+
+    def echo() -> tuple[ToolMeta, Tool]:
+        return ToolMeta("echo"), Echo()
+
+    assert ToolServerError.DuplicateName is ToolRegistryError.DuplicateName
+    worker = Worker()
+    worker.register_tool(echo)
+    with pytest.raises(ToolRegistryError.DuplicateName) as caught:
+        worker.register_tool(echo)
+    assert isinstance(caught.value, ToolServerError)
+    assert caught.value.name == "echo"
+    assert str(caught.value) == "Tool with name 'echo' already registered"
+
+
+def test_every_public_error_class_is_reachable_from_llmworker() -> None:
+    import llmworker
+    from llmworker._model import errors
+
+    for name in errors.__all__:
+        assert getattr(llmworker, name) is getattr(errors, name), name
