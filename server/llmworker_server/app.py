@@ -21,6 +21,7 @@ from .calls.paused_batches import PausedBatches
 from .calls.service import ToolService
 from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
+from .errors import ConfigError
 from .loading import load_definitions
 from .ops.call_log import CallLog
 from .ops.metrics import Gauges, ServerMetrics
@@ -210,7 +211,7 @@ class ServerApp:
         try:
             from .ops.tracing import Tracing, provider_from_environment
         except ImportError as error:
-            raise ValueError(
+            raise ConfigError(
                 f"--otel needs OpenTelemetry ({error}): pip install 'llmworker[otel]'"
             ) from error
         if provider is None:

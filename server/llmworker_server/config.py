@@ -10,6 +10,7 @@ from pathlib import Path
 
 from llmworker import ClientTls
 
+from .errors import ConfigError
 from .rpc.tls import TlsFiles
 
 __all__ = ["ServerConfig", "default_internal_socket", "is_loopback", "split_address"]
@@ -108,12 +109,12 @@ class ServerConfig:
         """Refuse unsafe or contradictory settings with what to change."""
         self._check_transport()
         if self.internal_address and not self.token:
-            raise ValueError(
+            raise ConfigError(
                 "--internal-address serves the registry over TCP; set a token "
                 "(LLMWORKER_TOKEN or --token-file) so that only holders of it can register"
             )
         if self.max_concurrent_calls < 1:
-            raise ValueError("--max-concurrent-calls must be at least 1")
+            raise ConfigError("--max-concurrent-calls must be at least 1")
         for flag, value in [
             ("--max-message-bytes", self.max_message_bytes),
             ("--max-input-bytes", self.max_input_bytes),
@@ -125,7 +126,7 @@ class ServerConfig:
               for name, limit in self.tool_max_input_bytes.items()),
         ]:  # fmt: skip
             if value < 1:
-                raise ValueError(f"{flag} must be at least 1")
+                raise ConfigError(f"{flag} must be at least 1")
         timeouts = [("--call-timeout", self.call_timeout)] if self.call_timeout is not None else []
         timeouts += [
             (f"--tool-timeout {name}", value) for name, value in self.tool_timeouts.items()
@@ -135,7 +136,7 @@ class ServerConfig:
         timeouts.append(("--register-resolve-interval", self.register_resolve_interval))
         for flag, seconds in timeouts:
             if not 0 < seconds < float("inf"):  # also refuses NaN
-                raise ValueError(f"{flag} must be a positive number of seconds")
+                raise ConfigError(f"{flag} must be a positive number of seconds")
         for flag, seconds in [
             ("--grace", self.grace_seconds),
             ("--drain-delay", self.drain_delay),
@@ -145,15 +146,15 @@ class ServerConfig:
             ("--provider-check-timeout", self.provider_check_timeout),
         ]:
             if not seconds >= 0:  # also refuses NaN
-                raise ValueError(f"{flag} must be a number of seconds, 0 or more")
+                raise ConfigError(f"{flag} must be a number of seconds, 0 or more")
         if self.metrics_address is not None:
             split_address(self.metrics_address)
         if self.workers < 1:
-            raise ValueError("--workers must be at least 1")
+            raise ConfigError("--workers must be at least 1")
         if self.workers > 1 and self.port == 0:
-            raise ValueError("--workers N > 1 needs a fixed --port for the processes to share")
+            raise ConfigError("--workers N > 1 needs a fixed --port for the processes to share")
         if self.workers > 1 and self.internal:
-            raise ValueError(
+            raise ConfigError(
                 "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "
                 "process would have its own registry)"
             )
@@ -162,20 +163,20 @@ class ServerConfig:
         if self.tls is not None or self.allow_insecure:
             return
         if not is_loopback(self.host):
-            raise ValueError(
+            raise ConfigError(
                 f"--host {self.host} would serve plaintext beyond this machine: anyone on the "
                 "network could read and forge calls; serve TLS with --tls-cert and --tls-key, "
                 "or add --allow-insecure (e.g. behind a proxy that terminates TLS)"
             )
         if self.metrics_address and not is_loopback(split_address(self.metrics_address)[0]):
-            raise ValueError(
+            raise ConfigError(
                 f"--metrics-address {self.metrics_address} would serve metrics in plaintext "
                 "beyond this machine; serve TLS with --tls-cert and --tls-key, or add "
                 "--allow-insecure"
             )
         internal_host = (self.internal_address or "").rpartition(":")[0]
         if self.internal_address and not is_loopback(internal_host):
-            raise ValueError(
+            raise ConfigError(
                 f"--internal-address {self.internal_address} would send the registry token in "
                 "plaintext beyond this machine; serve TLS with --tls-cert and --tls-key, or "
                 "add --allow-insecure"
@@ -195,10 +196,10 @@ def is_loopback(host: str) -> bool:
 
 
 def split_address(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as host and port; ValueError naming it."""
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as host and port; ConfigError naming it."""
     host, colon, port = address.rpartition(":")
     if not colon or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(
+        raise ConfigError(
             f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:9464, or [::1]:9464 for IPv6)"
         )
     return host.strip("[]"), int(port)

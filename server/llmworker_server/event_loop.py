@@ -11,6 +11,8 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import ConfigError
+
 __all__ = ["EventLoopChoice", "choose_loop"]
 
 
@@ -23,14 +25,14 @@ class EventLoopChoice:
 
 
 def choose_loop(wanted: str) -> EventLoopChoice:
-    """The loop ``--loop`` names (``auto``: uvloop if importable, else asyncio); ValueError
+    """The loop ``--loop`` names (``auto``: uvloop if importable, else asyncio); ConfigError
     when uvloop is asked for and not installed."""
     if wanted == "asyncio" or (wanted == "auto" and importlib.util.find_spec("uvloop") is None):
         return EventLoopChoice("asyncio", asyncio.new_event_loop)
     try:
         import uvloop
     except ImportError as error:
-        raise ValueError(
+        raise ConfigError(
             f"--loop uvloop: uvloop is not installed ({error}); pip install uvloop, or use "
             "--loop asyncio"
         ) from error

@@ -10,6 +10,8 @@ from typing import cast
 
 from llmworker import ToolDefinition, ToolFactory, tool_definitions
 
+from .errors import ConfigError
+
 __all__ = ["load_definitions"]
 
 
@@ -22,19 +24,19 @@ def load_definitions(spec: str) -> list[ToolDefinition]:
     """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"tool spec {spec!r} is not 'module:attribute', e.g. 'myapp.tools:MyApp'")
+        raise ConfigError(f"tool spec {spec!r} is not 'module:attribute', e.g. 'myapp.tools:MyApp'")
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ValueError(f"tool spec {spec!r}: cannot import {module_name!r}: {error}") from error
+        raise ConfigError(f"tool spec {spec!r}: cannot import {module_name!r}: {error}") from error
     target: object = module
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise ValueError(
+            raise ConfigError(
                 f"tool spec {spec!r}: {module_name} has no attribute {attribute!r}"
             ) from None
     return _definitions_in(spec, target)
@@ -46,7 +48,7 @@ def _definitions_in(spec: str, target: object) -> list[ToolDefinition]:
         try:
             target = klass()
         except TypeError as error:
-            raise ValueError(
+            raise ConfigError(
                 f"tool spec {spec!r}: cannot instantiate {klass.__qualname__} without "
                 f"arguments ({error}); point the spec at an instance instead"
             ) from error
@@ -57,7 +59,7 @@ def _definitions_in(spec: str, target: object) -> list[ToolDefinition]:
         definitions: list[ToolDefinition] = []
         for item in items:
             if not callable(item):
-                raise ValueError(f"tool spec {spec!r}: {item!r} is not a ToolDefinition")
+                raise ConfigError(f"tool spec {spec!r}: {item!r} is not a ToolDefinition")
             # Registration checks that each returns (ToolMeta, Tool).
             definitions.append(cast("ToolDefinition", item))
         return definitions
@@ -67,7 +69,7 @@ def _definitions_in(spec: str, target: object) -> list[ToolDefinition]:
         pass
     if callable(target):
         return [cast("ToolDefinition", target)]
-    raise ValueError(
+    raise ConfigError(
         f"tool spec {spec!r} names a {type(target).__name__}; name a @tool_registry class or "
         "instance, a ToolDefinition, or a list of ToolDefinitions"
     )

@@ -34,7 +34,7 @@ from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
-from llmworker_server.rpc.auth import AuthTokensError
+from llmworker_server.errors import AuthTokensError
 from tests.grpc_support import RpcFailure, ServerProcess, failure_of, serve, wait_for_line
 from tests.tls_support import Pki
 

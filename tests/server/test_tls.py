@@ -26,7 +26,8 @@ from llmworker_server.app import ServerApp
 from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
-from llmworker_server.rpc.tls import TlsFiles, TlsFilesError
+from llmworker_server.errors import TlsFilesError
+from llmworker_server.rpc.tls import TlsFiles
 from tests.grpc_support import ServerProcess, serve
 from tests.tls_support import Pki
 

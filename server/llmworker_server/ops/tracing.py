@@ -34,6 +34,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from llmworker import __version__
 from llmworker._wire import with_metadata
 
+from ..errors import ConfigError
 from ..rpc.handlers import Context, MalformedRequest
 
 __all__ = ["Tracing", "provider_from_environment"]
@@ -65,7 +66,7 @@ def provider_from_environment() -> TracerProvider:
     elif exporter_name == "none":
         exporter = None
     else:
-        raise ValueError(
+        raise ConfigError(
             f"OTEL_TRACES_EXPORTER={exporter_name!r} is not one this server knows: use otlp, "
             "console or none"
         )

@@ -20,7 +20,9 @@ from llmworker import (
 )
 from llmworker._wire import definition_message, shorten
 
-__all__ = ["Registry", "RegistryFullError", "RegistryLockedError", "listing_bytes"]
+from ..errors import RegistryFullError, RegistryLockedError
+
+__all__ = ["Registry", "listing_bytes"]
 
 _log = logging.getLogger("llmworker.server.registry")
 _LISTING_OVERHEAD: Final = 2 + 64 + 2  # the fingerprint and unchanged fields
@@ -34,14 +36,6 @@ def listing_bytes(meta: ToolMeta) -> int:
 
 def _varint_length(value: int) -> int:
     return max(1, (value.bit_length() + 6) // 7)
-
-
-class RegistryLockedError(Exception):
-    """The registry is locked; tools can no longer be added."""
-
-
-class RegistryFullError(ValueError):
-    """The definitions listing would outgrow the largest message the server sends."""
 
 
 class Registry:

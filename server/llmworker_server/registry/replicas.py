@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from llmworker import ClientTls, ToolMeta
 from llmworker._wire import printable
 
+from ..errors import ConfigError
 from .provider_mode import ProviderRegistration, RegistrationRefused
 
 __all__ = ["ReplicaRegistrations", "registry_addresses"]
@@ -56,7 +57,7 @@ async def registry_addresses(target: str) -> list[str]:
             for part in parts:
                 host, colon, port = part.rpartition(":")
                 if not colon or not host or not port.isdigit():
-                    raise ValueError(
+                    raise ConfigError(
                         f"--register-with {target}: {part!r} is not HOST:PORT; list the "
                         f"replicas as {scheme}HOST:PORT,HOST:PORT"
                     )
@@ -66,7 +67,7 @@ async def registry_addresses(target: str) -> list[str]:
         return [target]
     host, colon, port = name.rpartition(":")
     if not colon or not port.isdigit():
-        raise ValueError(f"--register-with {target}: a dns: target needs HOST:PORT")
+        raise ConfigError(f"--register-with {target}: a dns: target needs HOST:PORT")
     host = host.strip("[]")
     with contextlib.suppress(ValueError):
         return [_address_target(str(ipaddress.ip_address(host)), port)]

@@ -17,6 +17,7 @@ from llmworker._wire import ErrorStatus, Reason, aio_channel, meta_from_message,
 from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
+from ..errors import RegistryFullError, RegistryLockedError
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     Context,
@@ -29,7 +30,7 @@ from ..rpc.handlers import (
 )
 from .provider_target import target_problem
 from .provider_tool import ProviderTool
-from .registry import Registry, RegistryFullError, RegistryLockedError
+from .registry import Registry
 
 __all__ = ["RegistryService"]
 

@@ -29,9 +29,10 @@ from typing import Final, cast
 
 from llmworker._wire import ErrorStatus, Reason, printable, shorten
 
+from ..errors import AuthTokensError
 from .handlers import Context
 
-__all__ = ["AuthTokensError", "Caller", "CallerCheck", "CallerTokens", "Scope"]
+__all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope"]
 
 _log = logging.getLogger("llmworker.server.auth")
 _MIN_TOKEN_CHARS: Final = 16
@@ -49,10 +50,6 @@ _UNKNOWN_TOKEN: Final = ErrorStatus.of(
     "the bearer token is not one this server knows (it may have been revoked); ask for a "
     "token from its --auth-tokens file",
 )
-
-
-class AuthTokensError(ValueError):
-    """An ``--auth-tokens`` file that cannot be used; the message names what to fix."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -13,13 +13,11 @@ from typing import cast
 
 import grpc
 
-__all__ = ["ListenerTls", "TlsFiles", "TlsFilesError"]
+from ..errors import TlsFilesError
+
+__all__ = ["ListenerTls", "TlsFiles"]
 
 _log = logging.getLogger("llmworker.server.tls")
-
-
-class TlsFilesError(ValueError):
-    """A certificate, key or CA file that cannot be read or used; the message names it."""
 
 
 @dataclass(frozen=True, slots=True)
