@@ -3,7 +3,13 @@
 Tools are registered through a ``Worker[Mutable]``, fixed by ``lock()``, and called in
 batches through pre- and post-call hooks; a ``ToolServerHandle`` reaches the same tools from
 anywhere in the application.
+
+The gRPC clients (``RemoteToolServerHandle``, ``SyncRemoteToolServerHandle``, ``RemoteTool``,
+``ToolRegistryClient``, ``ClientTls``) load on first use, so in-process use does not import
+grpc.
 """
+
+from typing import TYPE_CHECKING
 
 from ._authoring.decorators import (
     BoundToolMethod,
@@ -15,9 +21,6 @@ from ._authoring.decorators import (
     tool_registry,
 )
 from ._authoring.schema import SchemaStyle
-from ._client.registry_client import ToolRegistryClient
-from ._client.remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
-from ._client.remote_tool import RemoteTool
 from ._formats.adapters import tool_calls_from, tool_results_message
 from ._formats.definition_formats import DefinitionFormat, FormattedDefinitions
 from ._model.calls import CallMetadata, ToolCall, ToolResult
@@ -54,7 +57,37 @@ from ._runtime.streaming import OutputChunk, Progress, StreamEvent
 from ._runtime.tool_server import DefinitionsSnapshot, ToolServer, ToolServerHandle
 from ._runtime.worker import Locked, Mutable, Worker
 from ._version import __version__ as __version__
-from ._wire.tls import ClientTls
+
+if TYPE_CHECKING:
+    from ._client.registry_client import ToolRegistryClient
+    from ._client.remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
+    from ._client.remote_tool import RemoteTool
+    from ._wire.tls import ClientTls
+
+_ON_FIRST_USE = {
+    "ClientTls": "._wire.tls",
+    "RemoteTool": "._client.remote_tool",
+    "RemoteToolServerHandle": "._client.remote",
+    "SyncRemoteToolServerHandle": "._client.remote",
+    "ToolRegistryClient": "._client.registry_client",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The gRPC clients, imported (with grpc) when first asked for."""
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llmworker' has no attribute {name!r}")
+    import importlib
+
+    value: object = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
+
 
 __all__ = [
     "Abort",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import llmworker
 
 
@@ -24,3 +26,26 @@ def test_the_package_ships_py_typed() -> None:
     from importlib.resources import files
 
     assert files("llmworker").joinpath("py.typed").is_file()
+
+
+def test_in_process_use_does_not_import_grpc() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, llmworker\n"
+        "from llmworker import Worker, tool_definitions\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in {'grpc', 'google'}], 'grpc'\n"
+        "llmworker.RemoteToolServerHandle\n"
+        "assert 'grpc' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
+
+
+def test_the_clients_load_on_first_use_and_are_listed() -> None:
+    from llmworker._client.remote import RemoteToolServerHandle
+
+    assert llmworker.RemoteToolServerHandle is RemoteToolServerHandle
+    assert "ClientTls" in dir(llmworker)
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        llmworker.Nothing  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
