@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from .extra import launch
 
-sys.exit(main())
+sys.exit(launch())

@@ -1,6 +1,9 @@
-"""The built wheel, installed into a fresh venv: only namespaced top-level names, runtime
+"""The built wheel, installed into fresh venvs: only namespaced top-level names, runtime
 dependencies only, a server that starts from an empty folder (or one with files that would
-shadow its modules), and a public API that ``pyright --verifytypes`` finds fully typed."""
+shadow its modules), and a public API that ``pyright --verifytypes`` finds fully typed.
+
+``pip install llmworker`` is the library and its gRPC clients; ``llmworker[server]`` adds
+what only the server needs, and without it the server says so in one line."""
 
 from __future__ import annotations
 
@@ -65,14 +68,71 @@ def _pip(python: Path, *arguments: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     _pip(Path(sys.executable), "wheel", "--no-deps", "--wheel-dir", str(work / "dist"), str(REPO))
-    (wheel,) = (work / "dist").glob("llmworker-*.whl")
-    venv.create(work / "venv", with_pip=True)
-    environment = InstalledWheel(work / "venv")
-    _pip(environment.python, "install", "-c", str(_CONSTRAINTS), f"{wheel}[mypy]")
+    (built,) = (work / "dist").glob("llmworker-*.whl")
+    return built
+
+
+def _install(wheel: Path, extras: str, root: Path) -> InstalledWheel:
+    venv.create(root, with_pip=True)
+    environment = InstalledWheel(root)
+    _pip(environment.python, "install", "-c", str(_CONSTRAINTS), f"{wheel}{extras}")
     return environment
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    """``llmworker[server,mypy]``: the server, and mypy to host the plugin."""
+    return _install(wheel, "[server,mypy]", tmp_path_factory.mktemp("server-venv"))
+
+
+@pytest.fixture(scope="module")
+def library_only(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    """Plain ``llmworker``: the library and its gRPC clients."""
+    return _install(wheel, "", tmp_path_factory.mktemp("library-venv"))
+
+
+def test_the_library_alone_installs_no_server_dependency(
+    library_only: InstalledWheel, tmp_path: Path
+) -> None:
+    for module in ("grpc_health", "grpc_reflection", "prometheus_client", "uvloop"):
+        probe = library_only.run_python(f"import {module}", cwd=tmp_path)
+        assert probe.returncode != 0, f"{module} came with plain llmworker"
+
+
+def test_the_library_alone_runs_in_process_without_grpc_and_connects_with_it(
+    library_only: InstalledWheel, tmp_path: Path
+) -> None:
+    probe = library_only.run_python(
+        "import sys, llmworker\n"
+        "worker = llmworker.Worker()\n"
+        "print('grpc' in sys.modules)\n"
+        "print(llmworker.RemoteToolServerHandle.__name__, 'grpc' in sys.modules)",
+        cwd=tmp_path,
+    )
+    assert probe.stdout.split() == ["False", "RemoteToolServerHandle", "True"], probe.stderr
+
+
+def test_the_server_without_its_extra_says_so_in_one_line(
+    library_only: InstalledWheel, tmp_path: Path
+) -> None:
+    ran = subprocess.run(
+        [str(library_only.server), "--demo"],
+        cwd=tmp_path,
+        env=_without_repo_paths(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 1
+    assert ran.stdout == ""
+    assert ran.stderr.count("\n") == 1, ran.stderr
+    assert "pip install 'llmworker[server]'" in ran.stderr
+    embedded = library_only.run_python("from llmworker_server import ServerApp", cwd=tmp_path)
+    assert embedded.returncode == 1
+    assert "MissingServerExtra: llmworker-server needs the server extra" in embedded.stderr
 
 
 def test_the_wheel_installs_only_namespaced_top_level_names(
