@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck unit proto proto-check buf-lint interop toolchains bench stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains bench stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck proto-check buf-lint interop $(GHZ) unit
+test: lint typecheck imports docs proto-check buf-lint interop $(GHZ) unit
 
 # Go and Node.js must be on PATH; everything else comes from the module proxy and npm.
 toolchains:
@@ -69,6 +69,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pyright
+
+# The layers of docs/design.md (import-linter contracts in pyproject.toml): a new cycle or a
+# reach into a private module fails with the import that does it.
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+# The documentation site, in strict mode: a broken link or a page left out of the nav fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

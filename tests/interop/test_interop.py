@@ -26,7 +26,6 @@ from llmworker import (
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
-
 from tests.grpc_support import REPO, serve
 from tests.tls_support import Pki
 
@@ -310,11 +309,8 @@ def tls_command(language: str, target: str, ca: Path, *extra: str, expect: str =
 
 
 @pytest.mark.parametrize("language", ["go", "node"])
-async def test_clients_in_other_languages_use_tls_and_mutual_tls(
-    language: str, tmp_path: Path
-) -> None:
+async def test_clients_in_other_languages_use_tls_and_mutual_tls(language: str, pki: Pki) -> None:
     require(GO_BINARY if language == "go" else NODE_MODULES)
-    pki = Pki.create(tmp_path / "pki")
     client = (str(pki.client.cert), str(pki.client.key))
     stranger = (str(pki.stranger.cert), str(pki.stranger.key))
     worker = Worker()

@@ -25,7 +25,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from llmworker._client.balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-
 from tests.grpc_support import REPO, ServerProcess, wait_for_lines
 
 GO_DIR = REPO / "tests/interop/go"

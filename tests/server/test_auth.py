@@ -196,9 +196,8 @@ async def test_a_caller_sees_and_calls_only_the_tools_of_its_token(tmp_path: Pat
 
 
 async def test_a_token_bound_to_a_client_certificate_needs_that_certificate(
-    tmp_path: Path,
+    tmp_path: Path, pki: Pki
 ) -> None:
-    pki = Pki.create(tmp_path / "pki")
     tokens = standard_tokens(tmp_path / "tokens.json")
     request = pb.CallToolRequest(name="echo", input_json='{"text": "bound"}')
     async with serve(

@@ -11,7 +11,6 @@ import ssl
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
 
 import grpc
 import grpc.aio
@@ -113,8 +112,7 @@ async def test_gauges_show_calls_in_flight_and_watchers() -> None:
             await sleeping
 
 
-async def test_metrics_are_served_over_tls_with_the_listener_certificate(tmp_path: Path) -> None:
-    pki = Pki.create(tmp_path / "pki")
+async def test_metrics_are_served_over_tls_with_the_listener_certificate(pki: Pki) -> None:
     async with serve(metrics_address="127.0.0.1:0", tls=pki.server_files()) as served:
         context = ssl.create_default_context(cafile=str(pki.ca.cert))
         url = f"https://127.0.0.1:{served.app.metrics_port}/metrics"

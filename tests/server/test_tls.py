@@ -34,11 +34,6 @@ from tests.tls_support import Pki
 TOKEN = "tls-test-token"
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki.create(tmp_path_factory.mktemp("pki"))
-
-
 def demo_worker() -> Worker[Mutable]:
     worker = Worker()
     worker.register_tools(tool_definitions(DemoTools()))
