@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import typing
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, Final, Literal, final
+from collections.abc import Callable
+from typing import Annotated, Any, final
 
 import pydantic
-import pydantic_core
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    with_config,
 )
-from pydantic_core import SchemaValidator
-from typing_extensions import TypedDict
 
-from .._model.errors import ToolError
-from .._model.text import message_of
-from .._model.tool import Tool, ToolOutput
+from .._model.tool import Tool
 from .._model.tool_meta import ToolAnnotations, ToolMeta
-from .._runtime.context import ToolContext, current_call
-from .._runtime.execution import crash_error
-from .._runtime.streaming import streamed_output
-from .arguments import KeywordsValidator, describe, render_result, unknown_fields
+from .._runtime.context import ToolContext
+from .arguments_model import ArgumentsModel
 from .schema import SchemaStyle, arguments_schema, is_structured, output_schema
-from .validation_schema import null_means_default, validation_schema
+from .tool_classes import streaming_wrapper_class, streams_text, wrapper_class
+from .validation_schema import null_means_default
 
 __all__ = [
-    "ArgumentsModel",
     "GeneratedTool",
     "ToolOptions",
     "generate_tool",
@@ -64,115 +50,9 @@ class ToolOptions:
         self.schema_style: SchemaStyle | None = schema_style
 
 
-_RECHECKED_INPUT_CHARS: Final = 16 * 1024
-"""Invalid inputs up to this size are described with their unknown fields too."""
-
-
 def pascal_case(name: str) -> str:
     """``get_user`` -> ``GetUser``: each snake_case segment capitalised."""
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
-
-
-@final
-class ArgumentsModel:
-    """The pydantic model of a tool's parameters, built when first needed.
-
-    A model costs about 0.5 ms and 20 KB (class, core schema, validator, serializer). A server
-    with thousands of tools calls few of them, so once its JSON Schema is taken the model is
-    dropped and rebuilt on first use. As a class attribute (``MyApp.GetUserArgs``) it reads as
-    the model class itself. Calls validate with ``validate``: the same fields and rules, but
-    as a dict of keyword arguments, without a model instance per call.
-    """
-
-    __slots__ = (
-        "_fields",
-        "_model",
-        "_module",
-        "_name",
-        "_qualname",
-        "_strict_validator",
-        "_validator",
-        "_where",
-    )
-
-    def __init__(
-        self, name: str, qualname: str, module: str, fields: dict[str, Any], where: str
-    ) -> None:
-        self._name, self._qualname, self._module = name, qualname, module
-        self._fields = fields
-        self._where = where
-        self._model: type[BaseModel] | None = None
-        self._validator: KeywordsValidator | None = None
-        self._strict_validator: KeywordsValidator | None = None
-
-    def get(self) -> type[BaseModel]:
-        """The model class, built on first use."""
-        if self._model is None:
-            self._model = self._build()
-        return self._model
-
-    def release(self) -> None:
-        """Drop the model; ``get`` builds it again."""
-        self._model = None
-
-    def validate(self, input_json: str) -> dict[str, Any]:
-        """The method's keyword arguments from ``input_json``; missing optional ones get their
-        defaults. ``ToolError.InvalidArgument`` says, in one line, what is wrong where."""
-        try:
-            values = (self._validator or self._build_validator())(input_json)
-        except ValidationError as error:
-            raise ToolError.InvalidArgument(self._describe(input_json, error)) from None
-        if len(values) > len(self._fields):  # extras are allowed in, then refused here
-            unknown = [name for name in values if name not in self._fields]
-            raise ToolError.InvalidArgument(unknown_fields(unknown))
-        return values
-
-    def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
-        return self.get()
-
-    def _build(self) -> type[BaseModel]:
-        try:
-            model: type[BaseModel] = pydantic.create_model(
-                self._name,
-                __config__=ConfigDict(extra="forbid"),
-                __module__=self._module,
-                **self._fields,
-            )
-        except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
-            raise TypeError(
-                f"{self._where}: a parameter type has no JSON Schema: {error}"
-            ) from error
-        model.__qualname__ = self._qualname
-        return model
-
-    def _describe(self, input_json: str, error: ValidationError) -> str:
-        """The problems of an invalid input. A small input is validated again refusing
-        unknown fields, so that one message names them beside the other problems."""
-        if len(input_json) > _RECHECKED_INPUT_CHARS:
-            return describe(error)
-        if self._strict_validator is None:
-            self._strict_validator = self._keywords_validator(extra="forbid")
-        try:
-            self._strict_validator(input_json)
-        except ValidationError as strict_error:
-            return describe(strict_error)
-        return describe(error)
-
-    def _build_validator(self) -> KeywordsValidator:
-        # Unknown fields are let in and refused by ``validate``: pydantic would make one error
-        # per unknown field, and a request can hold hundreds of thousands of them.
-        validator = self._validator = self._keywords_validator(extra="allow")
-        return validator
-
-    def _keywords_validator(self, *, extra: Literal["allow", "forbid"]) -> KeywordsValidator:
-        keywords: dict[str, Any] = {
-            name: annotation if default is ... else Annotated[annotation, Field(default=default)]
-            for name, (annotation, default) in self._fields.items()
-        }
-        shape = with_config(extra=extra)(TypedDict(self._name, keywords))  # type: ignore[operator]
-        schema = validation_schema(TypeAdapter[Any](shape).core_schema)
-        validator: KeywordsValidator = SchemaValidator(schema).validate_json
-        return validator
 
 
 @final
@@ -223,14 +103,14 @@ def generate_tool(
         requires_approval=options.requires_approval,
     )
     if inspect.isasyncgenfunction(function):
-        if not _streams_text(returned):
+        if not streams_text(returned):
             raise TypeError(
                 f"{where}: an async generator tool streams text chunks: annotate its return "
                 f"AsyncIterator[str] (got {returned!r})"
             )
-        wrapper = _streaming_wrapper_class(owner, function, arguments, pascal, context_parameter)
+        wrapper = streaming_wrapper_class(owner, function, arguments, pascal, context_parameter)
     else:
-        wrapper = _wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
+        wrapper = wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
     return GeneratedTool(meta, arguments, wrapper)
 
 
@@ -281,137 +161,3 @@ def _fields(
                 parameter.default,
             )
     return fields, context_parameter
-
-
-def _async_body(function: Callable[..., object]) -> Callable[..., Awaitable[object]]:
-    return typing.cast("Callable[..., Awaitable[object]]", function)
-
-
-class _ThreadCrash(Exception):
-    """Carries a ``BaseException`` out of a sync tool's thread as an ordinary exception.
-
-    Raised through the future of ``asyncio.to_thread``, a ``GeneratorExit`` is raised a
-    second time in the awaiting task after it was caught (CPython 3.11), so it must not
-    cross the thread boundary as it is.
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(message_of(error))
-        self.error = error
-
-
-def _in_thread(function: Callable[..., object], instance: object, values: dict[str, Any]) -> object:
-    try:
-        return function(instance, **values)
-    except Exception:
-        raise
-    except BaseException as error:
-        raise _ThreadCrash(error) from None
-
-
-def _structured_output(result: object) -> ToolOutput:
-    """A structured result as its compact JSON text beside its JSON object."""
-    text = render_result(result)
-    value = pydantic_core.to_jsonable_python(result)
-    if not isinstance(value, dict):
-        raise ToolError.Internal(
-            f"the tool returned {type(result).__name__}, but its return annotation promises "
-            "a JSON object; return what the annotation says"
-        )
-    return ToolOutput(text, typing.cast("dict[str, Any]", value))
-
-
-def _wrapper_class(
-    owner: type,
-    function: Callable[..., object],
-    arguments: ArgumentsModel,
-    pascal: str,
-    context_parameter: str | None,
-    structured: bool,
-) -> type[Tool]:
-    run = _async_body(function) if inspect.iscoroutinefunction(function) else None
-
-    class Wrapper:
-        __slots__ = ("instance",)
-        uses_current_call = context_parameter is not None
-
-        def __init__(self, instance: object) -> None:
-            self.instance = instance
-
-        async def execute(self, input_json: str) -> str | ToolOutput:
-            values = arguments.validate(input_json)
-            if context_parameter is not None:
-                values[context_parameter] = current_call()
-            try:
-                if run is not None:
-                    result = await run(self.instance, **values)
-                else:
-                    result = await asyncio.to_thread(_in_thread, function, self.instance, values)
-            except ToolError:
-                raise
-            except _ThreadCrash as crash:
-                raise crash_error(self, crash.error) from crash.error
-            except Exception as error:
-                raise ToolError.ExecutionFailed(message_of(error)) from error
-            if structured:
-                return _structured_output(result)
-            return result if isinstance(result, str) else render_result(result)
-
-    Wrapper.__name__ = f"Tool{pascal}"
-    Wrapper.__qualname__ = f"{owner.__qualname__}.Tool{pascal}"
-    Wrapper.__module__ = owner.__module__
-    Wrapper.__doc__ = f"The Tool running {owner.__qualname__}.{function.__name__} on one instance."
-    return Wrapper
-
-
-def _streams_text(returned: object) -> bool:
-    """Whether a return annotation is an async iterator (or generator) of ``str``."""
-    origin = typing.get_origin(returned)
-    streams = origin in (AsyncIterator, AsyncIterable, AsyncGenerator)
-    return streams and typing.get_args(returned)[:1] == (str,)
-
-
-def _streaming_wrapper_class(
-    owner: type,
-    function: Callable[..., object],
-    arguments: ArgumentsModel,
-    pascal: str,
-    context_parameter: str | None,
-) -> type[Tool]:
-    """The Tool of an async generator method: ``stream`` yields its chunks, ``execute``
-    (for unary calls) returns them joined."""
-    chunks_of = typing.cast("Callable[..., AsyncIterator[object]]", function)
-
-    class StreamingWrapper:
-        __slots__ = ("instance",)
-        uses_current_call = context_parameter is not None
-
-        def __init__(self, instance: object) -> None:
-            self.instance = instance
-
-        async def execute(self, input_json: str) -> str | ToolOutput:
-            return await streamed_output(self.stream, input_json, None)
-
-        async def stream(self, input_json: str) -> AsyncIterator[str]:
-            values = arguments.validate(input_json)
-            if context_parameter is not None:
-                values[context_parameter] = current_call()
-            try:
-                async for chunk in chunks_of(self.instance, **values):
-                    if not isinstance(chunk, str):
-                        raise ToolError.Internal(
-                            f"the tool streamed {type(chunk).__name__}, not str; yield text"
-                        )
-                    yield chunk
-            except ToolError:
-                raise
-            except Exception as error:
-                raise ToolError.ExecutionFailed(message_of(error)) from error
-
-    StreamingWrapper.__name__ = f"Tool{pascal}"
-    StreamingWrapper.__qualname__ = f"{owner.__qualname__}.Tool{pascal}"
-    StreamingWrapper.__module__ = owner.__module__
-    StreamingWrapper.__doc__ = (
-        f"The streaming Tool running {owner.__qualname__}.{function.__name__} on one instance."
-    )
-    return StreamingWrapper
