@@ -29,7 +29,6 @@ from ._model.errors import (
     RemoteServiceError,
     StrictSchemaError,
     ToolBatchAborted,
-    ToolCallPaused,
     ToolError,
     ToolRegistryError,
     ToolServerError,
@@ -37,7 +36,7 @@ from ._model.errors import (
     WorkerStateError,
 )
 from ._model.json_values import JsonObject, JsonValue, canonical_json
-from ._model.outcomes import BatchOutcome, Completed, Paused
+from ._model.outcomes import BatchOutcome, Completed, Paused, ToolCallPaused
 from ._model.tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._model.tool_meta import ToolAnnotations, ToolMeta
 from ._runtime.context import ToolContext, current_call

@@ -20,7 +20,8 @@
     WorkerError                    misuse of a Worker or a batch
     ├── WorkerStateError           the Worker was moved by lock()/unlock(), or is locked
     ├── ToolBatchAborted           a hook aborted a call_tools() batch or a call_tool() call
-    └── ToolCallPaused             a pre-hook paused a call_tool() call
+    └── ToolCallPaused             a pre-hook paused a call_tool() call (in outcomes.py,
+                                   beside the Paused it carries, so no import goes back)
 
     StrictSchemaError (ValueError) a schema strict mode cannot take (formats)
 
@@ -38,13 +39,11 @@ from .text import message_of, shorten
 if TYPE_CHECKING:
     import grpc
 
-    from .outcomes import Paused
 
 __all__ = [
     "RemoteServiceError",
     "StrictSchemaError",
     "ToolBatchAborted",
-    "ToolCallPaused",
     "ToolError",
     "ToolRegistryError",
     "ToolServerError",
@@ -183,26 +182,6 @@ class ToolBatchAborted(WorkerError):
         super().__init__(f"Tool batch aborted by a hook at call '{call_id}': {reason}")
         self.reason = reason
         self.call_id = call_id
-
-
-class ToolCallPaused(WorkerError):
-    """A ``Worker.call_tool`` call paused before it ran: a pre-hook returned ``Pause()``, or
-    the tool requires approval (``paused.awaiting_approval``).
-
-    ``paused`` goes on with ``Worker.resume(paused)``, which returns the batch outcome.
-    """
-
-    def __init__(self, paused: Paused) -> None:
-        why = (
-            "requires approval"
-            if paused.awaiting_approval
-            else "was paused by a pre-tool-call hook"
-        )
-        super().__init__(
-            f"the call to '{paused.paused_call.name}' {why}; pass this error's .paused to "
-            "Worker.resume (with decisions) to go on"
-        )
-        self.paused = paused
 
 
 class StrictSchemaError(ValueError):

@@ -12,7 +12,7 @@ from .decisions import Approve, ApproveWithInput, Decision, Deny
 from .errors import WorkerError
 from .text import shorten
 
-__all__ = ["BatchOutcome", "Completed", "Paused"]
+__all__ = ["BatchOutcome", "Completed", "Paused", "ToolCallPaused"]
 
 _Resumable = TypeVar("_Resumable")
 
@@ -119,3 +119,23 @@ BatchOutcome: TypeAlias = Completed | Paused
 
 def _listed(ids: set[str]) -> str:
     return shorten(", ".join(f"'{call_id}'" for call_id in sorted(ids)), 300) or "none"
+
+
+class ToolCallPaused(WorkerError):
+    """A ``Worker.call_tool`` call paused before it ran: a pre-hook returned ``Pause()``, or
+    the tool requires approval (``paused.awaiting_approval``).
+
+    ``paused`` goes on with ``Worker.resume(paused)``, which returns the batch outcome.
+    """
+
+    def __init__(self, paused: Paused) -> None:
+        why = (
+            "requires approval"
+            if paused.awaiting_approval
+            else "was paused by a pre-tool-call hook"
+        )
+        super().__init__(
+            f"the call to '{paused.paused_call.name}' {why}; pass this error's .paused to "
+            "Worker.resume (with decisions) to go on"
+        )
+        self.paused = paused

@@ -13,13 +13,8 @@ from typing import TypeVar
 
 from .._model.calls import CallMetadata, ToolCall, ToolResult
 from .._model.decisions import Approve, ApproveWithInput, Decision, Deny
-from .._model.errors import (
-    ToolBatchAborted,
-    ToolCallPaused,
-    ToolError,
-    ToolServerError,
-)
-from .._model.outcomes import BatchOutcome, Completed, Paused
+from .._model.errors import ToolBatchAborted, ToolError, ToolServerError
+from .._model.outcomes import BatchOutcome, Completed, Paused, ToolCallPaused
 from .._model.text import shorten
 from .._model.tool import Tool, ToolOutput
 from .._model.tool_meta import ToolMeta
