@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Final, final
+from typing import final
 
 import grpc
 import grpc.aio
 
 from .._model.tool_meta import ToolMeta
 from .._wire.messages import definition_message
-from .._wire.status import error_from_rpc
 from .._wire.tls import ClientTls, aio_channel
 from ..v1 import tool_registry_pb2 as pb
 from .channel_owner import ChannelOwner
+from .stubs import LOCK_REGISTRY, REGISTER_TOOL, UNREGISTER_TOOL, bind, raise_failure
 
 __all__ = ["ToolRegistryClient"]
-
-_SERVICE: Final = "/llmworker.v1.ToolRegistry/"
 
 
 @final
@@ -40,24 +38,13 @@ class ToolRegistryClient(ChannelOwner):
         timeout: float = 10.0,
         tls: ClientTls | None = None,
     ) -> None:
-        self._channel = aio_channel(target, tls)
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        """``token`` goes with every call as ``authorization: Bearer``, as the remote handles
+        send theirs (one with a line break is refused: ``ValueError``)."""
+        self._channel = aio_channel(target, tls, token=token)
         self._timeout = timeout
-        self._register = self._channel.unary_unary(
-            _SERVICE + "RegisterTool",
-            request_serializer=pb.RegisterToolRequest.SerializeToString,
-            response_deserializer=pb.RegisterToolResponse.FromString,
-        )
-        self._unregister = self._channel.unary_unary(
-            _SERVICE + "UnregisterTool",
-            request_serializer=pb.UnregisterToolRequest.SerializeToString,
-            response_deserializer=pb.UnregisterToolResponse.FromString,
-        )
-        self._lock = self._channel.unary_unary(
-            _SERVICE + "LockRegistry",
-            request_serializer=pb.LockRegistryRequest.SerializeToString,
-            response_deserializer=pb.LockRegistryResponse.FromString,
-        )
+        self._register = bind(REGISTER_TOOL, self._channel)
+        self._unregister = bind(UNREGISTER_TOOL, self._channel)
+        self._lock = bind(LOCK_REGISTRY, self._channel)
 
     async def register_tool(self, meta: ToolMeta, provider_target: str) -> str:
         """Register ``meta``, served by ``provider_target``; returns the new fingerprint."""
@@ -65,9 +52,9 @@ class ToolRegistryClient(ChannelOwner):
             definition=definition_message(meta), provider_target=provider_target
         )
         try:
-            response = await self._register(request, metadata=self._metadata, timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            raise error_from_rpc(error) from None
+            response = await self._register(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as rpc_error:
+            raise_failure(rpc_error)
         return response.fingerprint
 
     async def unregister_tool(self, name: str, provider_target: str = "") -> str:
@@ -77,19 +64,15 @@ class ToolRegistryClient(ChannelOwner):
         provider (or the server itself) serves."""
         request = pb.UnregisterToolRequest(name=name, provider_target=provider_target)
         try:
-            response = await self._unregister(
-                request, metadata=self._metadata, timeout=self._timeout
-            )
-        except grpc.aio.AioRpcError as error:
-            raise error_from_rpc(error) from None
+            response = await self._unregister(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as rpc_error:
+            raise_failure(rpc_error)
         return response.fingerprint
 
     async def lock(self) -> str:
         """Lock the server's registry; returns the final fingerprint."""
         try:
-            response = await self._lock(
-                pb.LockRegistryRequest(), metadata=self._metadata, timeout=self._timeout
-            )
-        except grpc.aio.AioRpcError as error:
-            raise error_from_rpc(error) from None
+            response = await self._lock(pb.LockRegistryRequest(), timeout=self._timeout)
+        except grpc.aio.AioRpcError as rpc_error:
+            raise_failure(rpc_error)
         return response.fingerprint

@@ -1,10 +1,11 @@
 """Reaching a ToolServer over gRPC: remote ToolServerHandles (the proxy Tool is
-``RemoteTool``, in ``_remote_tool``).
+``RemoteTool``, in ``remote_tool``; the blocking handle is in ``sync_remote``).
 
-``RemoteToolServerHandle`` has the public methods of ``ToolServerHandle``: ``get_tool`` and
-``tool_definitions_sorted`` answer from a cached copy of the server's definitions (refreshed
-cheaply by fingerprint with ``await refresh()``), ``call_tool`` always asks the server and
-raises what a local handle would. So hooks and application code run unchanged on either.
+``RemoteToolServerHandle`` has the public methods of ``ToolServerHandle``: ``get_tool``,
+``tool_definitions_sorted``, ``definitions_for``, ``len()`` and ``in`` answer from a cached
+copy of the server's definitions (kept current by ``WatchDefinitions``, or refreshed cheaply
+by fingerprint with ``await refresh()``), ``call_tool`` always asks the server and raises
+what a local handle would. So hooks and application code run unchanged on either.
 
 >>> async with await RemoteToolServerHandle.connect("127.0.0.1:50051") as handle:
 ...     print(await handle.call_tool("echo", '{"text": "hi"}'))
@@ -14,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Iterator, Mapping, Sequence
-from types import TracebackType
-from typing import Final, Self, final
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from typing import Final, final
 
 import grpc
 import grpc.aio
@@ -24,28 +24,30 @@ import grpc.aio
 from .._model.calls import ToolCall
 from .._model.decisions import Decision
 from .._model.errors import RemoteServiceError
-from .._model.json_values import canonical_json
 from .._model.outcomes import BatchOutcome, Paused
 from .._model.tool import Tool
 from .._model.tool_meta import ToolMeta
 from .._runtime.streaming import StreamEvent
-from .._runtime.tool_server import DefinitionsSnapshot
-from .._wire.caller_token import bearer_metadata
-from .._wire.messages import meta_from_message
 from .._wire.status import Reason, error_from_rpc
-from .._wire.tls import ClientTls, aio_channel, sync_channel, with_tls_hint
+from .._wire.tls import ClientTls, aio_channel, with_tls_hint
 from ..v1 import tool_service_pb2 as pb
 from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
-from .batch import (
-    ResumeToken,
-    aborted,
-    calls_request,
-    outcome_of,
-    resume_request,
-)
+from .base import DefinitionsCache, RemoteHandleBase, stream_request
+from .batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
 from .channel_owner import ChannelOwner
-from .remote_tool import SERVICE, RemoteTool, call_methods
-from .stream import CALL_TOOL_STREAM, read_events, read_events_blocking, stream_method
+from .remote_tool import RemoteTool
+from .stream import read_events
+from .stubs import (
+    CALL_TOOL,
+    CALL_TOOL_STREAM,
+    CALL_TOOLS,
+    LIST_DEFINITIONS_SORTED,
+    RESUME_BATCH,
+    WATCH_DEFINITIONS,
+    bind,
+    raise_failure,
+)
+from .sync_remote import SyncRemoteToolServerHandle
 
 __all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 
@@ -53,36 +55,22 @@ __all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]
 _WATCH_RETRY_FIRST: Final = 0.5
 _WATCH_RETRY_MAX: Final = 30.0
 
+_TOKEN_USED: Final = frozenset({Reason.RESUME_TOKEN_UNKNOWN.value, Reason.HOOK_ABORTED.value})
+"""Failures of ResumeBatch after which the server no longer holds the batch."""
+
 
 def _service_config(config: str) -> tuple[str, str]:
     return ("grpc.service_config", config)
 
 
-class _DefinitionsCache:
-    """The last definitions a server sent, with their fingerprint."""
-
-    __slots__ = ("by_name", "snapshot")
-
-    def __init__(self) -> None:
-        self.snapshot = DefinitionsSnapshot((), b"[]", "")
-        self.by_name: dict[str, ToolMeta] = {}
-
-    def request(self) -> pb.ListDefinitionsSortedRequest:
-        return pb.ListDefinitionsSortedRequest(known_fingerprint=self.snapshot.fingerprint)
-
-    def update(self, response: pb.ListDefinitionsSortedResponse) -> bool:
-        if response.unchanged:
-            return False
-        metas = tuple(meta_from_message(message) for message in response.definitions)
-        body = canonical_json([meta.to_json_object() for meta in metas])
-        self.snapshot = DefinitionsSnapshot(metas, body, response.fingerprint)
-        self.by_name = {meta.name: meta for meta in metas}
-        return True
-
-
 @final
-class RemoteToolServerHandle(ChannelOwner):
-    """A ToolServerHandle backed by a gRPC channel (asyncio)."""
+class RemoteToolServerHandle(RemoteHandleBase, ChannelOwner):
+    """A ToolServerHandle backed by a gRPC channel (asyncio).
+
+    Besides calls, it reads the cached definitions as a local handle reads its registry:
+    ``tool_definitions_sorted()``, ``definitions_snapshot()``, ``definitions_fingerprint()``,
+    ``definitions_for(format)``, ``len(handle)`` and ``name in handle``.
+    """
 
     def __init__(
         self,
@@ -95,23 +83,17 @@ class RemoteToolServerHandle(ChannelOwner):
         goes through ``retrying_channel`` instead, when given (``connect(balanced=True)``)."""
         self._channel = channel
         self._retrying = retrying_channel
-        self._retrying_call = call_methods(retrying_channel)[0] if retrying_channel else None
+        self._retrying_call = bind(CALL_TOOL, retrying_channel) if retrying_channel else None
         self._call_timeout = call_timeout
-        self._cache = _DefinitionsCache()
+        self._cache = DefinitionsCache()
         self._tools: dict[str, RemoteTool] = {}
-        self._list = channel.unary_unary(
-            SERVICE + "ListDefinitionsSorted",
-            request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
-            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
-        )
-        self._watch_method = channel.unary_stream(
-            SERVICE + "WatchDefinitions",
-            request_serializer=pb.WatchDefinitionsRequest.SerializeToString,
-            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
-        )
+        self._list = bind(LIST_DEFINITIONS_SORTED, channel)
+        self._watch_method = bind(WATCH_DEFINITIONS, channel)
         self._watching: asyncio.Task[None] | None = None
-        self._call, self._call_tools, self._resume = call_methods(channel)
-        self._stream = stream_method(channel)
+        self._call = bind(CALL_TOOL, channel)
+        self._call_tools = bind(CALL_TOOLS, channel)
+        self._resume = bind(RESUME_BATCH, channel)
+        self._stream = bind(CALL_TOOL_STREAM, channel)
 
     @classmethod
     async def connect(
@@ -129,13 +111,13 @@ class RemoteToolServerHandle(ChannelOwner):
         the definitions; with ``watch`` (the default), keep them current as the server's
         registry changes (``WatchDefinitions``: no polling; a server without it is left to
         ``refresh()``). ``token`` goes with every call as ``authorization: Bearer`` (for a
-        server that checks callers).
+        server that checks callers); one with a line break is refused (``ValueError``).
 
         ``balanced`` spreads calls over every replica ``target`` names
         (``dns:///tools.internal:50051``, ``ipv4:10.0.0.1:50051,10.0.0.2:50051``) with gRPC's
         ``round_robin`` and client-side health checking, and retries a call that failed with
         UNAVAILABLE on another replica, but only for a tool annotated idempotent or read-only
-        (``llmworker._balancing``: any other call might then run twice)."""
+        (``_client/balancing.py``: any other call might then run twice)."""
         options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -169,9 +151,7 @@ class RemoteToolServerHandle(ChannelOwner):
     async def _watch(self) -> None:
         backoff = _WATCH_RETRY_FIRST
         while True:
-            call = self._watch_method(
-                pb.WatchDefinitionsRequest(known_fingerprint=self._cache.snapshot.fingerprint)
-            )
+            call = self._watch_method(self._cache.watch_request())
             try:
                 async for response in call:
                     backoff = _WATCH_RETRY_FIRST
@@ -200,14 +180,11 @@ class RemoteToolServerHandle(ChannelOwner):
     async def refresh(self) -> bool:
         """Fetch the definitions unless the server's fingerprint is the one held; True if
         they changed."""
-        request = pb.ListDefinitionsSortedRequest(
-            known_fingerprint=self._cache.snapshot.fingerprint
-        )
         try:
-            changed = self._cache.update(await self._list(request, timeout=self._call_timeout))
+            response = await self._list(self._cache.list_request(), timeout=self._call_timeout)
         except grpc.aio.AioRpcError as rpc_error:
-            error = error_from_rpc(rpc_error)
-            raise error from error.__cause__
+            raise_failure(rpc_error)
+        changed = self._cache.update(response)
         if changed:
             self._tools = self._proxies()
         return changed
@@ -238,8 +215,7 @@ class RemoteToolServerHandle(ChannelOwner):
                 pb.CallToolRequest(name=name, input_json=input_json), timeout=self._call_timeout
             )
         except grpc.aio.AioRpcError as rpc_error:
-            error = error_from_rpc(rpc_error)
-            raise error from error.__cause__
+            raise_failure(rpc_error)
         return response.output
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
@@ -288,132 +264,5 @@ class RemoteToolServerHandle(ChannelOwner):
         """Run ``name`` on the server as a stream (CallToolStream), as ``Worker.stream_tool``:
         progress and chunks, then the result as a ``ToolOutput``; the failure raised as
         ``call_tool`` raises it. Closing the generator cancels the call."""
-        request = pb.CallToolRequest(name=name, input_json=input_json, call_id=call_id)
-        request.metadata.update(metadata or {})
+        request = stream_request(name, input_json, call_id, metadata)
         return read_events(self._stream(request, timeout=self._call_timeout))
-
-    def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
-        """The cached definitions, sorted by name."""
-        return self._cache.snapshot.definitions
-
-    def definitions_fingerprint(self) -> str:
-        """The server's fingerprint of the cached definitions (equal on every replica that
-        holds the same ones)."""
-        return self._cache.snapshot.fingerprint
-
-    def definitions_snapshot(self) -> DefinitionsSnapshot:
-        """The cached definitions with their canonical JSON and the server's fingerprint."""
-        return self._cache.snapshot
-
-
-_TOKEN_USED: Final = frozenset({Reason.RESUME_TOKEN_UNKNOWN.value, Reason.HOOK_ABORTED.value})
-"""Failures of ResumeBatch after which the server no longer holds the batch."""
-
-
-@final
-class SyncRemoteToolServerHandle:
-    """The blocking variant of ``RemoteToolServerHandle``, for scripts and sync code."""
-
-    def __init__(
-        self,
-        target: str,
-        *,
-        call_timeout: float | None = None,
-        tls: ClientTls | None = None,
-        token: str | None = None,
-    ) -> None:
-        self._channel = sync_channel(target, tls)
-        self._metadata = bearer_metadata(token)
-        self._call_timeout = call_timeout
-        self._cache = _DefinitionsCache()
-        self._list = self._channel.unary_unary(
-            SERVICE + "ListDefinitionsSorted",
-            request_serializer=pb.ListDefinitionsSortedRequest.SerializeToString,
-            response_deserializer=pb.ListDefinitionsSortedResponse.FromString,
-        )
-        self._call = self._channel.unary_unary(
-            SERVICE + "CallTool",
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolResponse.FromString,
-        )
-        self._stream = self._channel.unary_stream(
-            CALL_TOOL_STREAM,
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolEvent.FromString,
-        )
-        try:
-            self.refresh()
-        except RemoteServiceError as error:
-            self.close()
-            raise with_tls_hint(error, tls) from None
-        except BaseException:
-            self.close()
-            raise
-
-    def refresh(self) -> bool:
-        """As ``RemoteToolServerHandle.refresh``."""
-        request = pb.ListDefinitionsSortedRequest(
-            known_fingerprint=self._cache.snapshot.fingerprint
-        )
-        try:
-            return self._cache.update(
-                self._list(request, timeout=self._call_timeout, metadata=self._metadata)
-            )
-        except grpc.RpcError as rpc_error:
-            error = error_from_rpc(rpc_error)
-            raise error from error.__cause__
-
-    def get_tool(self, name: str) -> ToolMeta | None:
-        """The cached meta of ``name``, or None (call it with ``call_tool``)."""
-        return self._cache.by_name.get(name)
-
-    def call_tool(self, name: str, input_json: str) -> str:
-        """As ``ToolServerHandle.call_tool``, blocking."""
-        try:
-            response = self._call(
-                pb.CallToolRequest(name=name, input_json=input_json),
-                timeout=self._call_timeout,
-                metadata=self._metadata,
-            )
-        except grpc.RpcError as rpc_error:
-            error = error_from_rpc(rpc_error)
-            raise error from error.__cause__
-        return response.output
-
-    def stream_tool(
-        self,
-        name: str,
-        input_json: str,
-        *,
-        call_id: str = "",
-        metadata: Mapping[str, str] | None = None,
-    ) -> Iterator[StreamEvent]:
-        """As ``RemoteToolServerHandle.stream_tool``, a blocking iterator."""
-        request = pb.CallToolRequest(name=name, input_json=input_json, call_id=call_id)
-        request.metadata.update(metadata or {})
-        call = self._stream(request, timeout=self._call_timeout, metadata=self._metadata)
-        return read_events_blocking(call)
-
-    def tool_definitions_sorted(self) -> tuple[ToolMeta, ...]:
-        """The cached definitions, sorted by name."""
-        return self._cache.snapshot.definitions
-
-    def definitions_fingerprint(self) -> str:
-        """The server's fingerprint of the cached definitions (equal on every replica that
-        holds the same ones)."""
-        return self._cache.snapshot.fingerprint
-
-    def close(self) -> None:
-        """Close the channel."""
-        self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

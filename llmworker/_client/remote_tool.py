@@ -4,7 +4,6 @@ server forwards it), unary or streamed."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Final
 
 import grpc
 import grpc.aio
@@ -19,38 +18,10 @@ from .._runtime.streaming import OutputChunk, Progress
 from .._wire.status import CODES, TABLE_REASONS, Reason, table_reason, tool_error_from_rpc
 from ..v1 import tool_service_pb2 as pb
 from .batch import outcome_of, resume_request, structured_of
-from .stream import event_of, stream_method
+from .stream import event_of
+from .stubs import CALL_TOOL, CALL_TOOL_STREAM, CALL_TOOLS, RESUME_BATCH, bind
 
-__all__ = ["SERVICE", "RemoteTool", "call_methods", "output_of"]
-
-SERVICE: Final = "/llmworker.v1.ToolService/"
-
-
-def call_methods(
-    channel: grpc.aio.Channel,
-) -> tuple[
-    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolRequest, pb.CallToolResponse],
-    grpc.aio.UnaryUnaryMultiCallable[pb.CallToolsRequest, pb.CallToolsResponse],
-    grpc.aio.UnaryUnaryMultiCallable[pb.ResumeBatchRequest, pb.CallToolsResponse],
-]:
-    """CallTool, CallTools and ResumeBatch on ``channel``."""
-    return (
-        channel.unary_unary(
-            SERVICE + "CallTool",
-            request_serializer=pb.CallToolRequest.SerializeToString,
-            response_deserializer=pb.CallToolResponse.FromString,
-        ),
-        channel.unary_unary(
-            SERVICE + "CallTools",
-            request_serializer=pb.CallToolsRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        ),
-        channel.unary_unary(
-            SERVICE + "ResumeBatch",
-            request_serializer=pb.ResumeBatchRequest.SerializeToString,
-            response_deserializer=pb.CallToolsResponse.FromString,
-        ),
-    )
+__all__ = ["RemoteTool", "output_of"]
 
 
 class RemoteTool:
@@ -84,8 +55,10 @@ class RemoteTool:
         self.name: str = name
         self._timeout = timeout
         self._approved_upstream = approved_upstream
-        self._call, self._call_tools, self._resume = call_methods(channel)
-        self._stream = stream_method(channel)
+        self._call = bind(CALL_TOOL, channel)
+        self._call_tools = bind(CALL_TOOLS, channel)
+        self._resume = bind(RESUME_BATCH, channel)
+        self._stream = bind(CALL_TOOL_STREAM, channel)
 
     async def execute(self, input_json: str) -> str | ToolOutput:
         """Run the remote tool; the call's id, metadata and deadline (``current_call()``)

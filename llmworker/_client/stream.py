@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
-from typing import Final
 
 import grpc
 import grpc.aio
 
 from .._model.tool import ToolOutput
 from .._runtime.streaming import OutputChunk, Progress, StreamEvent
-from .._wire.status import error_from_rpc
 from ..v1 import tool_service_pb2 as pb
 from .batch import structured_of
+from .stubs import raise_failure
 
-__all__ = ["CALL_TOOL_STREAM", "event_of", "read_events", "read_events_blocking", "stream_method"]
-
-CALL_TOOL_STREAM: Final = "/llmworker.v1.ToolService/CallToolStream"
-
-
-def stream_method(
-    channel: grpc.aio.Channel,
-) -> grpc.aio.UnaryStreamMultiCallable[pb.CallToolRequest, pb.CallToolEvent]:
-    """CallToolStream on ``channel``."""
-    return channel.unary_stream(
-        CALL_TOOL_STREAM,
-        request_serializer=pb.CallToolRequest.SerializeToString,
-        response_deserializer=pb.CallToolEvent.FromString,
-    )
+__all__ = ["event_of", "read_events", "read_events_blocking"]
 
 
 def event_of(event: pb.CallToolEvent) -> StreamEvent | None:
@@ -56,8 +42,7 @@ async def read_events(
             if event is not None:
                 yield event
     except grpc.aio.AioRpcError as rpc_error:
-        error = error_from_rpc(rpc_error)
-        raise error from error.__cause__
+        raise_failure(rpc_error)
     finally:
         call.cancel()  # a no-op once the call ended
 
@@ -72,8 +57,7 @@ def read_events_blocking(
             if event is not None:
                 yield event
     except grpc.RpcError as rpc_error:
-        error = error_from_rpc(rpc_error)
-        raise error from error.__cause__
+        raise_failure(rpc_error)
     finally:
         cancel = getattr(call, "cancel", None)
         if cancel is not None:
