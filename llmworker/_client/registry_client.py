@@ -9,10 +9,10 @@ import grpc.aio
 
 from .._model.tool_meta import ToolMeta
 from .._wire.messages import definition_message
+from .._wire.stubs import LOCK_REGISTRY, REGISTER_TOOL, UNREGISTER_TOOL, bind, raise_failure
 from .._wire.tls import ClientTls, aio_channel
 from ..v1 import tool_registry_pb2 as pb
 from .channel_owner import ChannelOwner
-from .stubs import LOCK_REGISTRY, REGISTER_TOOL, UNREGISTER_TOOL, bind, raise_failure
 
 __all__ = ["ToolRegistryClient"]
 

@@ -29,15 +29,7 @@ from .._model.tool import Tool
 from .._model.tool_meta import ToolMeta
 from .._runtime.streaming import StreamEvent
 from .._wire.status import Reason, error_from_rpc
-from .._wire.tls import ClientTls, aio_channel, with_tls_hint
-from ..v1 import tool_service_pb2 as pb
-from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
-from .base import DefinitionsCache, RemoteHandleBase, stream_request
-from .batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
-from .channel_owner import ChannelOwner
-from .remote_tool import RemoteTool
-from .stream import read_events
-from .stubs import (
+from .._wire.stubs import (
     CALL_TOOL,
     CALL_TOOL_STREAM,
     CALL_TOOLS,
@@ -47,6 +39,14 @@ from .stubs import (
     bind,
     raise_failure,
 )
+from .._wire.tls import ClientTls, aio_channel, with_tls_hint
+from ..v1 import tool_service_pb2 as pb
+from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
+from .base import DefinitionsCache, RemoteHandleBase, stream_request
+from .batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
+from .channel_owner import ChannelOwner
+from .remote_tool import RemoteTool
+from .stream import read_events
 from .sync_remote import SyncRemoteToolServerHandle
 
 __all__ = ["RemoteToolServerHandle", "SyncRemoteToolServerHandle"]

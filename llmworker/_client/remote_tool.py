@@ -16,10 +16,10 @@ from .._model.tool import ToolOutput
 from .._runtime.context import CURRENT_CALL
 from .._runtime.streaming import OutputChunk, Progress
 from .._wire.status import CODES, TABLE_REASONS, Reason, table_reason, tool_error_from_rpc
+from .._wire.stubs import CALL_TOOL, CALL_TOOL_STREAM, CALL_TOOLS, RESUME_BATCH, bind
 from ..v1 import tool_service_pb2 as pb
 from .batch import outcome_of, resume_request, structured_of
 from .stream import event_of
-from .stubs import CALL_TOOL, CALL_TOOL_STREAM, CALL_TOOLS, RESUME_BATCH, bind
 
 __all__ = ["RemoteTool", "output_of"]
 

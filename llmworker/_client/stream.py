@@ -9,9 +9,9 @@ import grpc.aio
 
 from .._model.tool import ToolOutput
 from .._runtime.streaming import OutputChunk, Progress, StreamEvent
+from .._wire.stubs import raise_failure
 from ..v1 import tool_service_pb2 as pb
 from .batch import structured_of
-from .stubs import raise_failure
 
 __all__ = ["event_of", "read_events", "read_events_blocking"]
 

@@ -13,11 +13,11 @@ from .._model.errors import RemoteServiceError
 from .._model.tool_meta import ToolMeta
 from .._runtime.streaming import StreamEvent
 from .._wire.caller_token import bearer_metadata
+from .._wire.stubs import CALL_TOOL, CALL_TOOL_STREAM, LIST_DEFINITIONS_SORTED, bind, raise_failure
 from .._wire.tls import ClientTls, sync_channel, with_tls_hint
 from ..v1 import tool_service_pb2 as pb
 from .base import DefinitionsCache, RemoteHandleBase, stream_request
 from .stream import read_events_blocking
-from .stubs import CALL_TOOL, CALL_TOOL_STREAM, LIST_DEFINITIONS_SORTED, bind, raise_failure
 
 __all__ = ["SyncRemoteToolServerHandle"]
 

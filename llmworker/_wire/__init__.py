@@ -2,8 +2,9 @@
 
 What lives here: errors as ``google.rpc.Status`` with ``ErrorInfo`` (``Reason``, ``CODES``,
 ``ErrorStatus``, the metadata keys), proto messages to and from library values, channels
-with TLS, and the caller token. It also re-exports the few lower-layer helpers every status
-and log line needs (safe text, empty call metadata, formatted listings).
+with TLS, the caller token, and the table of RPCs with ``bind``. It also re-exports the few
+lower-layer helpers every status and log line needs (safe text, empty call metadata,
+formatted listings).
 
 Who may import it: ``llmworker._client`` and ``llmworker_server``. It is the one internal
 layer the server may import, and only through this package's names (an import-linter
@@ -31,6 +32,7 @@ from .status import (
     Reason,
     status_of,
 )
+from .stubs import GET_TOOL, bind
 from .tls import aio_channel, sync_channel, with_tls_hint
 
 __all__ = [
@@ -38,11 +40,13 @@ __all__ = [
     "ABORT_REASON_KEY",
     "CODES",
     "DETAILS_KEY",
+    "GET_TOOL",
     "NO_METADATA",
     "ErrorStatus",
     "Reason",
     "aio_channel",
     "bearer_metadata",
+    "bind",
     "caller_token_interceptors",
     "definition_format",
     "definition_message",

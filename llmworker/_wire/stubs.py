@@ -1,5 +1,5 @@
-"""The RPCs the clients make, each defined once (method path and message types), and how a
-failed one comes back.
+"""The RPCs of llmworker.v1 that clients make (the server too, to check a provider), each
+defined once (method path and message types), and how a failed one comes back.
 
 ``bind`` makes a method's multicallable on an asyncio or a blocking channel, as a registered
 method: the path is registered with the channel once, not sent through the core per call
@@ -16,14 +16,15 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from .._wire.status import error_from_rpc
 from ..v1 import tool_registry_pb2 as registry_pb
 from ..v1 import tool_service_pb2 as pb
+from .status import error_from_rpc
 
 __all__ = [
     "CALL_TOOL",
     "CALL_TOOLS",
     "CALL_TOOL_STREAM",
+    "GET_TOOL",
     "LIST_DEFINITIONS_SORTED",
     "LOCK_REGISTRY",
     "REGISTER_TOOL",
@@ -63,6 +64,7 @@ class ServerStream(Generic[RequestT, ResponseT]):
 _TOOL_SERVICE: Final = "/llmworker.v1.ToolService/"
 _TOOL_REGISTRY: Final = "/llmworker.v1.ToolRegistry/"
 
+GET_TOOL: Final = Unary(_TOOL_SERVICE + "GetTool", pb.GetToolRequest, pb.GetToolResponse)
 CALL_TOOL: Final = Unary(_TOOL_SERVICE + "CallTool", pb.CallToolRequest, pb.CallToolResponse)
 CALL_TOOLS: Final = Unary(_TOOL_SERVICE + "CallTools", pb.CallToolsRequest, pb.CallToolsResponse)
 RESUME_BATCH: Final = Unary(

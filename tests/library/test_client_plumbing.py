@@ -20,7 +20,7 @@ from llmworker import (
     ToolRegistryClient,
     Worker,
 )
-from llmworker._client import stubs
+from llmworker._wire import stubs
 from llmworker.v1 import tool_registry_pb2, tool_service_pb2
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
@@ -38,6 +38,7 @@ _SERVICES: dict[str, FileDescriptor] = {
 @pytest.mark.parametrize(
     "method",
     [
+        stubs.GET_TOOL,
         stubs.CALL_TOOL,
         stubs.CALL_TOOLS,
         stubs.RESUME_BATCH,

@@ -13,7 +13,16 @@ import grpc
 import grpc.aio
 
 from llmworker import ClientTls, RemoteTool, ToolMeta, ToolRegistryError
-from llmworker._wire import ErrorStatus, Reason, aio_channel, meta_from_message, printable, shorten
+from llmworker._wire import (
+    GET_TOOL,
+    ErrorStatus,
+    Reason,
+    aio_channel,
+    bind,
+    meta_from_message,
+    printable,
+    shorten,
+)
 from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
@@ -36,7 +45,6 @@ __all__ = ["RegistryService"]
 
 _log = logging.getLogger("llmworker.server.registry")
 _SERVICE: Final = "llmworker.v1.ToolRegistry"
-_GET_TOOL: Final = "/llmworker.v1.ToolService/GetTool"
 _CHANNEL_LINGER_SECONDS: Final = 30.0  # a gone provider's channel, for calls still on it
 MAX_DESCRIPTION_CHARS: Final = 16 * 1024
 """The longest description RegisterTool takes."""
@@ -207,11 +215,7 @@ class RegistryService:
         """Why ``target`` cannot take calls to ``name``: it must answer ``GetTool(name)``
         within the check timeout. A provider without GetTool (UNIMPLEMENTED) answered all
         the same and is accepted unchecked."""
-        get_tool = self._channel(target).unary_unary(
-            _GET_TOOL,
-            request_serializer=tool_pb.GetToolRequest.SerializeToString,
-            response_deserializer=tool_pb.GetToolResponse.FromString,
-        )
+        get_tool = bind(GET_TOOL, self._channel(target))
         shown, where = shorten(name), printable(target, 200)
         try:
             reply = await get_tool(tool_pb.GetToolRequest(name=name), timeout=self._check_timeout)
