@@ -1,2 +1,3 @@
 """Serving calls: the ToolService handlers, the admission every call path shares, request
-checks, limits, listings, definition watches, batches and paused batches."""
+checks, limits, failures and responses, listings, definition watches, batches and paused
+batches."""

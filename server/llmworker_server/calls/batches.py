@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from llmworker import (
-    Approve,
-    ApproveWithInput,
     BatchOutcome,
     Completed,
     Decision,
     DefinitionFormat,
-    Deny,
     Paused,
     ToolBatchAborted,
     ToolCall,
@@ -36,15 +33,16 @@ from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry
 from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
+from .admission import CallAdmission
+from .decisions import decisions_of
+from .failures import CallFailures
+from .limits import CallLimits
 from .paused_batches import HeldBatch, PausedBatches
-from .requests import aborted_status, call_metadata, call_problem
-
-if TYPE_CHECKING:
-    from .service import ToolService
+from .requests import aborted_status, batch_problem, call_metadata, invalid
+from .responses import CallResponses, tool_internal
 
 __all__ = ["BatchCalls"]
 
-_MAX_DENY_REASON_BYTES: Final = 1024
 _UNKNOWN_TOKEN: Final = ErrorStatus.of(
     Reason.RESUME_TOKEN_UNKNOWN,
     "the resume token is unknown, expired or already used (paused batches live in one "
@@ -64,11 +62,24 @@ def _paused_elsewhere(replica: str, here: str) -> ErrorStatus:
 
 
 class BatchCalls:
-    """The batch RPCs of a ToolService, sharing its limits, in-flight count and errors."""
+    """The batch RPCs of a ToolService: its calls admitted and counted by ``admission``,
+    their results sent as ``responses`` and ``failures`` make them, paused batches held in
+    ``paused``."""
 
-    def __init__(self, service: ToolService, registry: Registry, paused: PausedBatches):
-        self._service = service
+    def __init__(
+        self,
+        admission: CallAdmission,
+        failures: CallFailures,
+        responses: CallResponses,
+        registry: Registry,
+        limits: CallLimits,
+        paused: PausedBatches,
+    ) -> None:
+        self._admission = admission
+        self._failures = failures
+        self._responses = responses
         self._registry = registry
+        self._limits = limits
         self._paused = paused
 
     @property
@@ -105,22 +116,22 @@ class BatchCalls:
         try:
             form = definition_format(request.format)
         except ValueError as error:
-            return empty, None, _invalid(str(error))
+            return empty, None, invalid(str(error))
         if form is None:
-            return empty, None, _invalid("set format: the provider format of model_output_json")
+            return empty, None, invalid("set format: the provider format of model_output_json")
         output = request.model_output_json
-        too_large = self._service.limits.input_too_large("RunProviderToolCalls", output)
+        too_large = self._limits.input_too_large("RunProviderToolCalls", output)
         if too_large is not None:
             return empty, None, too_large
         try:
             calls = tool_calls_from(form, output)
         except ValueError as error:
-            return empty, None, _invalid(str(error))
+            return empty, None, invalid(str(error))
         if not calls:
             return (
                 empty,
                 None,
-                _invalid(
+                invalid(
                     f"model_output_json holds no {form.value} tool calls; send the model's "
                     "response only when it calls tools"
                 ),
@@ -137,14 +148,14 @@ class BatchCalls:
     async def _start(
         self, request: pb.CallToolsRequest, context: Context, form: DefinitionFormat | None
     ) -> pb.CallToolsResponse:
-        caller = self._service.caller_of(context, (message.name for message in request.calls))
+        caller = self._admission.caller_of(context, (message.name for message in request.calls))
         if isinstance(caller, ErrorStatus):
             await abort(context, caller)
-        problem = self._batch_problem(request)
+        problem = batch_problem(request, self._limits)
         if problem is not None:
             await abort(context, problem)
         remaining = context.time_remaining()
-        limits = self._service.limits
+        limits = self._limits
         calls = [
             ToolCall(
                 message.call_id,
@@ -156,7 +167,7 @@ class BatchCalls:
             for message in request.calls
         ]
         names = {call.id: call.name for call in calls}
-        refused = self._service.reserve(len(calls), calls[0].name)
+        refused = self._admission.reserve(len(calls), calls[0].name)
         if refused is not None:
             await abort(context, refused)
         size = request.ByteSize()
@@ -177,20 +188,20 @@ class BatchCalls:
         held = self._paused.find(request.resume_token)
         if held is None:
             await abort(context, self._not_held(request.resume_token))
-        caller = self._service.caller_of(context, held.names.values())
+        caller = self._admission.caller_of(context, held.names.values())
         if isinstance(caller, ErrorStatus):
             await abort(context, caller)  # the token stays usable by its caller
-        decisions, problem = self._decisions(request, held)
+        decisions, problem = decisions_of(request, held, self._limits)
         if problem is not None:
             await abort(context, problem)  # the token stays usable
         pending = len(held.paused.pending_calls)
-        refused = self._service.reserve(pending, held.paused.paused_call.name)
+        refused = self._admission.reserve(pending, held.paused.paused_call.name)
         if refused is not None:
             await abort(context, refused)  # the token stays usable: retry later
         self._paused.take(request.resume_token)  # no await since find(): one resume per token
         remaining = context.time_remaining()
         for call in held.paused.pending_calls:  # the deadlines start again now
-            call.deadline, call.timeout = self._service.limits.limits_of(call.name, remaining)
+            call.deadline, call.timeout = self._limits.limits_of(call.name, remaining)
         size = held.size + request.ByteSize()
         return await self._run(
             context, pending, held.names, size, held.paused, decisions, held.form, caller
@@ -219,7 +230,7 @@ class BatchCalls:
         except ToolBatchAborted as error:
             await abort(context, aborted_status(error, ""))
         finally:
-            self._service.release(count)
+            self._admission.release(count)
         if isinstance(outcome, Completed):
             self._log(outcome.results, names, started, caller)
             completed = self._completed(outcome.results, names)
@@ -235,102 +246,21 @@ class BatchCalls:
             await abort(context, self._full())
         token, record = held
         message = self._paused_message(token, record)
-        if message.ByteSize() > self._service.limits.max_output_bytes - 8:
+        if message.ByteSize() > self._limits.max_output_bytes - 8:
             self._paused.take(token)
             await abort(
                 context,
-                _invalid(
+                invalid(
                     f"the paused batch is {message.ByteSize()} bytes, more than a response may "
                     "carry (--max-message-bytes); nothing ran: send fewer or smaller calls"
                 ),
             )
         return pb.CallToolsResponse(paused=message)
 
-    def _batch_problem(self, request: pb.CallToolsRequest) -> ErrorStatus | None:
-        calls = request.calls
-        limit = self._service.limits.max_batch_calls
-        if not calls:
-            return _invalid("the batch has no calls; send at least one CallToolRequest")
-        if len(calls) > limit:
-            return _invalid(
-                f"the batch has {len(calls)} calls; this server takes at most {limit} "
-                "(--max-batch-calls); split it"
-            )
-        seen: set[str] = set()
-        for index, call in enumerate(calls):
-            if not call.name:
-                return _invalid(f"call {index} of the batch has an empty tool name")
-            if not call.call_id:
-                return _invalid(
-                    f"call {index} of the batch (to '{shorten(call.name)}') has no call_id; "
-                    "every call of a batch needs one, unique in the batch"
-                )
-            if call.call_id in seen:
-                return _invalid(
-                    f"call_id {shorten(repr(call.call_id))} appears twice in the batch; "
-                    "call ids must be unique in a batch"
-                )
-            seen.add(call.call_id)
-            problem = call_problem(call) or self._service.limits.input_too_large(
-                call.name, call.input_json
-            )
-            if problem is not None:
-                return problem
-        return None
-
-    def _decisions(
-        self, request: pb.ResumeBatchRequest, held: HeldBatch
-    ) -> tuple[dict[str, Decision], ErrorStatus | None]:
-        pending = {call.id: call.name for call in held.paused.pending_calls}
-        inputs = {call.id: len(call.input_json.encode()) for call in held.paused.pending_calls}
-        decisions: dict[str, Decision] = {}
-        for message in request.decisions:
-            call_id = message.call_id
-            if call_id not in pending:
-                return decisions, _invalid(
-                    f"a decision names call {shorten(repr(call_id))}, which is not pending in "
-                    "this batch; decide on the call ids in PausedBatch.pending_calls"
-                )
-            if call_id in decisions:
-                return decisions, _invalid(
-                    f"call {shorten(repr(call_id))} has two decisions; send one per call"
-                )
-            kind = message.WhichOneof("decision")
-            if kind == "approve":
-                decisions[call_id] = Approve()
-            elif kind == "deny":
-                reason = message.deny.reason
-                if len(reason.encode()) > _MAX_DENY_REASON_BYTES:
-                    return decisions, _invalid(
-                        f"the reason denying call {shorten(repr(call_id))} is over "
-                        f"{_MAX_DENY_REASON_BYTES} bytes; say it shorter"
-                    )
-                decisions[call_id] = Deny(reason)
-            elif kind == "approve_with_input":
-                edited = message.approve_with_input.input_json
-                too_large = self._service.limits.input_too_large(pending[call_id], edited)
-                if too_large is not None:
-                    return decisions, too_large
-                decisions[call_id] = ApproveWithInput(edited)
-                inputs[call_id] = len(edited.encode())
-            else:
-                return decisions, _invalid(
-                    f"the decision for call {shorten(repr(call_id))} sets none of approve, "
-                    "deny or approve_with_input"
-                )
-        limit = self._service.limits.max_output_bytes // 2
-        if sum(inputs.values()) > limit:
-            return decisions, _invalid(
-                f"the edited inputs make the pending calls {sum(inputs.values())} bytes; a "
-                f"paused batch's calls must fit in {limit} (half of --max-message-bytes) to "
-                "come back in a response: edit less"
-            )
-        return decisions, None
-
     def _completed(self, results: list[ToolResult], names: dict[str, str]) -> pb.CompletedBatch:
         messages = [self._result(result, names.get(result.call_id, "")) for result in results]
         batch = pb.CompletedBatch(results=messages)
-        limit = self._service.limits.max_output_bytes - 8  # the outcome field's framing
+        limit = self._limits.max_output_bytes - 8  # the outcome field's framing
         by_size = sorted(batch.results, key=lambda message: message.ByteSize(), reverse=True)
         for message in by_size:  # over the message limit: drop the largest outputs first
             size = batch.ByteSize()
@@ -342,7 +272,7 @@ class BatchCalls:
                 self._error(
                     message.call_id,
                     name,
-                    _internal(
+                    tool_internal(
                         f"the batch's results are {size} bytes, over the {limit} a response may "
                         f"carry (--max-message-bytes); this result of '{shorten(name)}' "
                         f"({dropped} bytes) was dropped: send fewer or smaller calls per batch"
@@ -358,7 +288,9 @@ class BatchCalls:
             message.output = result.content
             return message
         try:
-            output = self._service.response_of(name, ToolOutput(result.content, result.structured))
+            output = self._responses.response_of(
+                name, ToolOutput(result.content, result.structured)
+            )
             return pb.CallResult(
                 call_id=result.call_id,
                 output=output.output,
@@ -369,7 +301,7 @@ class BatchCalls:
             return self._error(result.call_id, name, error)
 
     def _error(self, call_id: str, name: str, error: ToolError | ToolServerError) -> pb.CallResult:
-        status = self._service.failed(name, self._service.next_call_id(), error)
+        status = self._failures.failed(name, self._admission.next_call_id(), error)
         return pb.CallResult(
             call_id=call_id, output=status.message, is_error=True, error=status.to_proto()
         )
@@ -408,20 +340,9 @@ class BatchCalls:
     def _log(
         self, results: list[ToolResult], names: dict[str, str], started: float, caller: str
     ) -> None:
-        log = self._service.call_log
+        log = self._admission.call_log
         if log is None:
             return
         for result in results:
             label = "OK" if not result.is_error else "ERROR"
             log.record(names.get(result.call_id, ""), label, started, caller)
-
-
-def _invalid(message: str) -> ErrorStatus:
-    return ErrorStatus.of(Reason.INVALID_REQUEST, message)
-
-
-def _internal(message: str) -> ToolServerError:
-    internal = ToolError.Internal(message)
-    error = ToolServerError.ToolExecution(str(internal))
-    error.__cause__ = internal
-    return error
