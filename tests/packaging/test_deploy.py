@@ -307,3 +307,19 @@ async def test_the_image_health_check_passes_only_while_the_server_serves() -> N
     closed = await asyncio.to_thread(run_health_check, command, port)
     assert closed.returncode == 1
     assert "UNAVAILABLE" in closed.stderr
+
+
+@pytest.mark.parametrize(("extras", "installed"), [("", "[server]"), ("otel", "[server,otel]")])
+def test_the_image_installs_the_server_extra(extras: str, installed: str) -> None:
+    # Plain `llmworker` is the library alone: the image's server needs `llmworker[server]`.
+    # The requirement the builder's RUN line gives pip, expanded by the shell as docker would.
+    found = re.search(r'install [^"]*("\$1[^"]*")', (DEPLOY / "Dockerfile").read_text())
+    assert found, "deploy/Dockerfile installs no wheel"
+    expanded = subprocess.run(
+        ["sh", "-c", f"set -- /dist/llmworker.whl; echo {found.group(1)}"],
+        env={"EXTRAS": extras, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert expanded.stdout.strip() == f"/dist/llmworker.whl{installed}"
