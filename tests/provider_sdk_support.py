@@ -77,8 +77,8 @@ def _pretty(value: object) -> str:
 
 
 REGENERATE = (
-    f"{UPDATE_VARIABLE}=1 .venv/bin/pytest tests/test_provider_sdk_definitions.py "
-    "tests/test_provider_sdk_messages.py"
+    f"{UPDATE_VARIABLE}=1 .venv/bin/pytest tests/library/test_provider_sdk_definitions.py "
+    "tests/library/test_provider_sdk_messages.py"
 )
 
 

@@ -58,7 +58,7 @@ class DefinitionsCache:
                 result = error
             self.formatted[key] = result
         if isinstance(result, ValueError):
-            raise result
+            raise result.with_traceback(None)  # a fresh traceback: it would grow per raise
         return result
 
 

@@ -138,7 +138,7 @@ class ToolServerHandle:
                 result = error
             cached = self._registry.formatted[key] = (snapshot, result)
         if isinstance(cached[1], ValueError):
-            raise cached[1]
+            raise cached[1].with_traceback(None)  # a fresh traceback: it would grow per raise
         return cached[1]
 
     def definitions_fingerprint(self) -> str:

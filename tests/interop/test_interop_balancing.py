@@ -1,5 +1,5 @@
 """Replicas behind gRPC's own load balancing, from Go and Node.js: the service configs of
-``llmworker._balancing`` over three server processes, one killed and one drained mid-run, and
+``llmworker._client.balancing`` over three server processes, one killed and one drained mid-run, and
 a Go provider keeping its tools registered with several replicas as they come and go.
 
 The binaries come from ``make interop`` (part of ``make test``); a missing one is a failure

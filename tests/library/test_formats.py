@@ -174,6 +174,20 @@ def test_a_strict_format_names_the_tool_it_cannot_take_and_gemini_names_are_chec
         digit.tool_server_handle().definitions_for(DefinitionFormat.GEMINI)
 
 
+def test_a_cached_refusal_does_not_grow_its_traceback_each_time_it_is_raised() -> None:
+    bad = ToolMeta("maps", "", {"type": "object", "additionalProperties": {"type": "string"}})
+    handle = handle_of(ToolFactory(bad, EchoTool)).tool_server_handle()
+    depths: list[int] = []
+    for _ in range(5):
+        with pytest.raises(StrictSchemaError) as raised:
+            handle.definitions_for(DefinitionFormat.OPENAI_CHAT_STRICT)
+        depth, frame = 0, raised.value.__traceback__
+        while frame is not None:
+            depth, frame = depth + 1, frame.tb_next
+        depths.append(depth)
+    assert len(set(depths)) == 1, depths
+
+
 class Parcel(BaseModel):
     weight: float
     postcode: str = "00000"

@@ -117,20 +117,33 @@ async def test_over_grpc_a_crash_is_internal_and_other_calls_go_on(
         assert echoed.output == "x"
 
 
-async def test_a_crashing_hook_is_internal_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    ("raised", "named"),
+    [
+        (SystemExit("hook wants out"), "SystemExit: hook wants out"),
+        (GeneratorExit("hook defect"), "GeneratorExit: hook defect"),
+        (KeyboardInterrupt(), "KeyboardInterrupt"),
+    ],
+    ids=["SystemExit", "GeneratorExit", "KeyboardInterrupt"],
+)
+async def test_a_crashing_hook_is_internal_and_logged(
+    raised: BaseException, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
     worker = crash_worker()
 
     def broken_hook(context: ToolCallContext) -> Continue:
-        raise SystemExit("hook wants out")
+        raise raised
 
     worker.add_pre_tool_call_hook(broken_hook)
     async with serve(worker=worker) as served, grpc.aio.insecure_channel(served.target) as channel:
         stub = tool_service_pb2_grpc.ToolServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
+            await stub.CallTool(
+                pb.CallToolRequest(name="echo", input_json='{"text": "x"}'), timeout=30
+            )
         failure = failure_of(caught.value)
         assert (failure.code, failure.reason) == (grpc.StatusCode.INTERNAL, "TOOL_INTERNAL")
-        assert "SystemExit: hook wants out" in failure.message
+        assert named in failure.message
         assert failure.metadata["call_id"] in failure.message
     assert "Traceback" in caplog.text
     assert "broken_hook" in caplog.text

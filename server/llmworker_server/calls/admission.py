@@ -175,14 +175,22 @@ class CallAdmission:
             self._call_log.record(name, label, started, caller)
 
     def ended(
-        self, name: str, log_id: str, error: BaseException, started: float, caller: str
+        self,
+        name: str,
+        log_id: str,
+        error: BaseException,
+        started: float,
+        caller: str,
+        stream: bool = False,
     ) -> ErrorStatus | None:
         """``finish`` for a call that raised ``error``: the status answering it (logged
         under ``log_id`` when unexpected), or None, to raise ``error`` again, when nobody is
-        left to answer (the client cancelled, its deadline passed, a stream's reader left)."""
+        left to answer (the client cancelled, its deadline passed, a ``stream``'s reader
+        left: gRPC closed it with ``GeneratorExit``, which from a unary call is a hook's
+        defect and answered as one)."""
         status: ErrorStatus | None = None
         try:
-            if not isinstance(error, GeneratorExit) and not (
+            if not (stream and isinstance(error, GeneratorExit)) and not (
                 isinstance(error, asyncio.CancelledError) and is_requested_cancel()
             ):  # a CancelledError nobody asked for is a hook's defect, answered as a crash
                 status = self._failures.status_for(name, log_id, error)

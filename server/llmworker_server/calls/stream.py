@@ -61,7 +61,7 @@ class CallStreams:
             finally:
                 await events.aclose()  # cancels the call if it still runs
         except BaseException as error:  # a hook or the worker itself failed: never the process
-            status = admission.ended(name, call_id or log_id, error, started, caller)
+            status = admission.ended(name, call_id or log_id, error, started, caller, stream=True)
             if status is None:
                 raise  # the client cancelled, its deadline passed, or gRPC closed the stream
         else:

@@ -20,7 +20,7 @@ import (
 	pb "llmworker/interop/gen/llmworker/v1"
 )
 
-// The service configs of llmworker._balancing, byte for byte: SERVICE_CONFIG for every call,
+// The service configs of llmworker._client.balancing, byte for byte: SERVICE_CONFIG for every call,
 // RETRYING_SERVICE_CONFIG for calls to tools annotated idempotent or read-only.
 const (
 	serviceConfig          = `{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}}`
@@ -45,7 +45,7 @@ type tally struct {
 	Failed   map[string]int `json:"failed"`
 }
 
-// retryIsSafe is llmworker._balancing.retry_is_safe: a tool annotated idempotent or read-only
+// retryIsSafe is llmworker._client.balancing.retry_is_safe: a tool annotated idempotent or read-only
 // may run again after UNAVAILABLE.
 func retryIsSafe(definition *pb.ToolDefinition) bool {
 	hints := definition.GetAnnotations()

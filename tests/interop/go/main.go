@@ -29,7 +29,7 @@
 // a plaintext connection failing (UNAVAILABLE). Bad tls flags exit 2.
 // The balance calls whoami and echo over every replica -target names with gRPC's round_robin,
 // client-side health checking and, for whoami only (read-only, idempotent), retries on
-// UNAVAILABLE (the service configs of llmworker._balancing), for -seconds from -concurrency
+// UNAVAILABLE (the service configs of llmworker._client.balancing), for -seconds from -concurrency
 // goroutines, and prints one JSON line: per tool, retrying, calls, ok, failed by status code.
 package main
 

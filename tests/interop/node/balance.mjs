@@ -1,7 +1,7 @@
 // Calls over several replicas with gRPC's own load balancing, from Node.js:
 //   node balance.mjs --target ipv4:HOST:P1,HOST:P2,... [--seconds 4] [--concurrency 8]
 // whoami (read-only, idempotent) goes through a channel that retries UNAVAILABLE, echo (not
-// annotated) through one that does not: the service configs of llmworker._balancing. Prints
+// annotated) through one that does not: the service configs of llmworker._client.balancing. Prints
 // one JSON line: per tool, retrying, calls, ok, failed by status code.
 //
 // grpc-js (1.14) reads loadBalancingConfig (round_robin) and methodConfig.retryPolicy (retries
@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import grpc from "@grpc/grpc-js";
 import { toolService } from "./contract.mjs";
 
-// llmworker._balancing's SERVICE_CONFIG and RETRYING_SERVICE_CONFIG, byte for byte.
+// llmworker._client.balancing's SERVICE_CONFIG and RETRYING_SERVICE_CONFIG, byte for byte.
 const SERVICE_CONFIG = '{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}}';
 const RETRYING_SERVICE_CONFIG = '{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}, "methodConfig": [{"name": [{"service": "llmworker.v1.ToolService"}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}';
 const CALL_TIMEOUT_MS = 5000;
@@ -48,7 +48,7 @@ const call = (client, method, request, timeoutMs) =>
     ),
   );
 
-// llmworker._balancing.retry_is_safe: annotated idempotent or read-only.
+// llmworker._client.balancing.retry_is_safe: annotated idempotent or read-only.
 const retryIsSafe = (definition) =>
   definition.annotations?.idempotent_hint === true || definition.annotations?.read_only_hint === true;
 
