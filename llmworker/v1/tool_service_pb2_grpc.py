@@ -56,6 +56,14 @@ class ToolServiceStub:
     batches; nothing ran, retry later
     DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
     requested (strict) format or name rules
+    UNAUTHENTICATED        UNAUTHENTICATED      with --auth-tokens: no known caller token, or
+    one bound to a client certificate the
+    connection did not present
+    TOOL_FORBIDDEN         PERMISSION_DENIED    with --auth-tokens: a tool outside the caller
+    token's tools; nothing of the batch runs
+    BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
+    one holding the batch (metadata "replica"
+    names it); the batch is still held there
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -143,6 +151,14 @@ class ToolServiceServicer:
     batches; nothing ran, retry later
     DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
     requested (strict) format or name rules
+    UNAUTHENTICATED        UNAUTHENTICATED      with --auth-tokens: no known caller token, or
+    one bound to a client certificate the
+    connection did not present
+    TOOL_FORBIDDEN         PERMISSION_DENIED    with --auth-tokens: a tool outside the caller
+    token's tools; nothing of the batch runs
+    BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
+    one holding the batch (metadata "replica"
+    names it); the batch is still held there
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -214,7 +230,8 @@ class ToolServiceServicer:
     def WatchDefinitions(self, request, context):
         """The definitions as ListDefinitionsSorted answers them, pushed: the first message is the
         current state (`unchanged` when known_fingerprint is current), then one message per
-        registry change (a tool registered or replaced, a provider's tool added). At most
+        registry change (a tool registered, replaced or removed, a provider's tool added, or its
+        tools removed when its lease ends on a mutable registry). At most
         --max-watchers streams at once (RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT beyond); at
         shutdown every watch ends with UNAVAILABLE / SHUTTING_DOWN: reconnect elsewhere. A
         format the registry can no longer take (a strict format, after a tool strict mode cannot
@@ -307,6 +324,14 @@ class ToolService:
     batches; nothing ran, retry later
     DEFINITION_FORMAT_UNSUPPORTED FAILED_PRECONDITION a tool's schema cannot take the
     requested (strict) format or name rules
+    UNAUTHENTICATED        UNAUTHENTICATED      with --auth-tokens: no known caller token, or
+    one bound to a client certificate the
+    connection did not present
+    TOOL_FORBIDDEN         PERMISSION_DENIED    with --auth-tokens: a tool outside the caller
+    token's tools; nothing of the batch runs
+    BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
+    one holding the batch (metadata "replica"
+    names it); the batch is still held there
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--demo",
         action="store_true",
         help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_delete/kv_list, "
-        "validate_order, whoami)",
+        "validate_order, whoami, countdown)",
     )
 
     listen = parser.add_argument_group("listening")

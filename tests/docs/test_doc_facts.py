@@ -79,3 +79,32 @@ def test_the_docs_stand_alone() -> None:
         text = page.read_text()
         assert "../shared" not in text, page.name
         assert "/work/" not in text, page.name
+
+
+def _proto_reason_rows() -> dict[str, str]:
+    """The reason -> code rows of the error tables in the protos' comments."""
+    rows: dict[str, str] = {}
+    for proto in sorted((REPO / "proto" / "llmworker" / "v1").glob("*.proto")):
+        for line in proto.read_text().splitlines():
+            found = re.match(r"//\s+([A-Z][A-Z_]+)\s+([A-Z][A-Z_]+)(\s|$)", line)
+            if found and found.group(1) != "reason":
+                rows.setdefault(found.group(1), found.group(2))
+    return rows
+
+
+def test_the_protos_error_tables_give_every_reason_its_code() -> None:
+    rows = _proto_reason_rows()
+    expected = {reason.value: code.name for reason, code in CODES.items()}
+    assert {reason: rows.get(reason) for reason in expected} == expected
+    assert set(rows) <= set(expected), "a proto names a reason the code does not have"
+
+
+def test_the_demo_flag_names_every_demo_tool() -> None:
+    from llmworker import tool_definitions
+    from llmworker_server.demo_tools import DemoTools
+    from llmworker_server.options import build_parser
+
+    (demo,) = [action for action in build_parser()._actions if "--demo" in action.option_strings]  # pyright: ignore[reportPrivateUsage]
+    for definition in tool_definitions(DemoTools()):
+        name = definition()[0].name
+        assert re.search(rf"\b{name}\b", demo.help or ""), f"--demo's help does not name {name}"
