@@ -344,6 +344,7 @@ AUTH_CHECKS = [
     "OK auth health needs no token",
     "OK auth no token refused",
     "OK auth unknown token refused",
+    "OK auth invalid request without a token refused",
     "OK auth listing shows the token's tools",
     "OK auth call allowed",
     "OK auth forbidden tool refused",

@@ -341,3 +341,66 @@ async def test_the_call_log_names_the_caller_by_its_label(tmp_path: Path) -> Non
     assert any("tool=echo status=OK" in line and line.endswith(" caller=agent") for line in lines)
     assert any("tool=now status=OK" in line and line.endswith(" caller=ops") for line in lines)
     assert AGENT not in process.output
+
+
+_NOT_PROTOBUF = b"\xff\xff\xff\xff"
+_UNARY_RPCS = [
+    "GetTool",
+    "CallTool",
+    "ListDefinitionsSorted",
+    "CallTools",
+    "RunProviderToolCalls",
+    "ResumeBatch",
+]
+_STREAM_RPCS = ["CallToolStream", "WatchDefinitions"]
+# Requests each RPC would refuse (or read at length) before looking at its caller, once
+# parsed: an empty name, model output that is no JSON, a resume token of another replica.
+_BAD_REQUESTS: dict[str, bytes] = {
+    "GetTool": pb.GetToolRequest(name="").SerializeToString(),
+    "CallTool": pb.CallToolRequest(name="", input_json="{").SerializeToString(),
+    "CallTools": pb.CallToolsRequest().SerializeToString(),
+    "RunProviderToolCalls": pb.RunProviderToolCallsRequest(
+        model_output_json="{" * 100_000
+    ).SerializeToString(),
+    "ResumeBatch": pb.ResumeBatchRequest(resume_token="elsewhere.x.y").SerializeToString(),
+    "CallToolStream": pb.CallToolRequest(name="").SerializeToString(),
+}
+
+
+async def _send(
+    channel: grpc.aio.Channel, path: str, streaming: bool, request: bytes, token: str | None
+) -> None:
+    """Send raw ``request`` bytes to ``path``, reading a stream to its end."""
+    if streaming:
+        stream = channel.unary_stream(path, request_serializer=_raw, response_deserializer=_raw)
+        async for _ in stream(request, metadata=bearer(token), timeout=10):
+            pass
+    else:
+        unary = channel.unary_unary(path, request_serializer=_raw, response_deserializer=_raw)
+        await unary(request, metadata=bearer(token), timeout=10)
+
+
+def _raw(data: bytes) -> bytes:
+    return data
+
+
+@pytest.mark.parametrize("rpc", _UNARY_RPCS + _STREAM_RPCS)
+async def test_every_rpc_refuses_an_unknown_caller_before_it_reads_the_request(
+    rpc: str, tmp_path: Path
+) -> None:
+    tokens = standard_tokens(tmp_path / "tokens.json")
+    path = f"/llmworker.v1.ToolService/{rpc}"
+    async with (
+        serve(worker=demo_worker(), auth_tokens=tokens) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        requests = [_NOT_PROTOBUF, *([_BAD_REQUESTS[rpc]] if rpc in _BAD_REQUESTS else [])]
+        for request in requests:
+            for token in (None, "not-a-known-token-at-all"):
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await _send(channel, path, rpc in _STREAM_RPCS, request, token)
+                refused = failure_of(caught.value)
+                assert (refused.code, refused.reason) == (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "UNAUTHENTICATED",
+                ), (request[:20], token, refused.message)

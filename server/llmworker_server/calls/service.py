@@ -68,6 +68,7 @@ class ToolService:
         self._registry = registry
         self._gate = gate or DrainGate()
         failures = CallFailures(redact=redact_errors)
+        self._auth = auth
         self._admission = CallAdmission(limits, failures, call_log, self._gate, auth)
         self._responses = CallResponses(limits.max_output_bytes)
         self._output_surely_fits = self._responses.surely_fits
@@ -106,14 +107,20 @@ class ToolService:
     def add_to(self, server: grpc.aio.Server, tracing: Tracing | None = None) -> None:
         """Serve the ToolService on ``server``, each RPC in a span when ``tracing``."""
 
+        auth = self._auth
+
         def traced(
             method: str, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
         ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
+            if auth is not None:  # the caller first, before the request is read
+                behavior = auth.first(behavior)
             return behavior if tracing is None else tracing.unary(_SERVICE, method, behavior)
 
         def traced_stream(
             method: str, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]]
         ) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
+            if auth is not None:
+                behavior = auth.first_stream(behavior)
             return behavior if tracing is None else tracing.stream(_SERVICE, method, behavior)
 
         def guarded_unary(

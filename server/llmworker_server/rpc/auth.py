@@ -22,17 +22,20 @@ import hmac
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, TypeVar, cast
 
 from llmworker._wire import ErrorStatus, Reason, printable, shorten
 
 from ..errors import AuthTokensError
-from .handlers import Context
+from .handlers import Context, abort
 
 __all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope"]
+
+RequestT = TypeVar("RequestT")
+ResponseT = TypeVar("ResponseT")
 
 _log = logging.getLogger("llmworker.server.auth")
 _MIN_TOKEN_CHARS: Final = 16
@@ -256,3 +259,31 @@ class CallerCheck:
             if not caller.scope.allows(tool):
                 return caller.scope.forbidden(tool, caller)
         return caller
+
+    def first(
+        self, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
+    ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
+        """``behavior`` behind the caller check: an unknown caller is refused UNAUTHENTICATED
+        before anything reads its request (its size, its fields, its resume token)."""
+
+        async def authenticated(request: RequestT, context: Context) -> ResponseT:
+            caller = self._tokens.caller(context)
+            if isinstance(caller, ErrorStatus):
+                await abort(context, caller)
+            return await behavior(request, context)
+
+        return authenticated
+
+    def first_stream(
+        self, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]]
+    ) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
+        """``first`` for a server-streaming RPC."""
+
+        async def authenticated(request: RequestT, context: Context) -> AsyncIterator[ResponseT]:
+            caller = self._tokens.caller(context)
+            if isinstance(caller, ErrorStatus):
+                await abort(context, caller)
+            async for response in behavior(request, context):
+                yield response
+
+        return authenticated

@@ -76,6 +76,7 @@ func runAuth(target, token string, tools []string, forbidden string) error {
 		{"health", "health needs no token", a.health},
 		{"no token", "no token refused", a.noToken},
 		{"unknown token", "unknown token refused", a.unknownToken},
+		{"invalid request", "invalid request without a token refused", a.invalidWithoutToken},
 		{"listing", "listing shows the token's tools", a.listing},
 		{"call", "call allowed", a.callAllowed},
 		{"forbidden", "forbidden tool refused", a.forbiddenTool},
@@ -116,6 +117,13 @@ func (a *authChecker) noToken() error {
 // unknownToken: the listing with a token the server does not know fails UNAUTHENTICATED.
 func (a *authChecker) unknownToken() error {
 	_, err := a.client.ListDefinitionsSorted(bearer(unknownBearer), &pb.ListDefinitionsSortedRequest{})
+	return rpcError(err, codes.Unauthenticated, "UNAUTHENTICATED")
+}
+
+// invalidWithoutToken: a CallTool without a name and without a token fails UNAUTHENTICATED,
+// not INVALID_ARGUMENT: the caller is checked before the request is read.
+func (a *authChecker) invalidWithoutToken() error {
+	_, err := a.client.CallTool(context.Background(), &pb.CallToolRequest{})
 	return rpcError(err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 

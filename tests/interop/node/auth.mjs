@@ -105,6 +105,15 @@ function expectError(check, what, error, code, reason, tool) {
   console.log("OK auth unknown token refused");
 }
 
+// 3b. A CallTool without a name and without a token fails UNAUTHENTICATED, not
+// INVALID_ARGUMENT: the caller is checked before the request is read.
+{
+  const check = "invalid request";
+  const error = await refusal(check, "CallTool", { name: "" }, null);
+  expectError(check, "CallTool", error, grpc.status.UNAUTHENTICATED, "UNAUTHENTICATED");
+  console.log("OK auth invalid request without a token refused");
+}
+
 // 4. With the token, the listing has exactly the tools it may call, sorted, and its fingerprint
 // answers unchanged.
 {
