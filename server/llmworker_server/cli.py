@@ -18,6 +18,7 @@ from .event_loop import choose_loop
 from .ops.log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
+from .rpc.auth import exposed_secret_file
 from .rpc.tls import TlsFiles
 from .workers import follow_supervisor, run_workers
 
@@ -56,6 +57,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         )
     token = os.environ.get(TOKEN_ENV) or None
     if args.token_file is not None:
+        exposed = exposed_secret_file(args.token_file)
+        if exposed is not None:
+            parser.error(f"--token-file {exposed}")
         try:
             token = args.token_file.read_text().strip() or None
         except OSError as error:

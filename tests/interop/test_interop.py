@@ -360,6 +360,7 @@ async def test_clients_in_other_languages_use_caller_tokens_with_scopes(
     token = "interop-agent-token-0123456789"
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"token": token, "tools": ["echo", "kv_*"]}]}))
+    tokens.chmod(0o600)
     worker = Worker()
     worker.register_tools(tool_definitions(DemoTools()))
     allowed = ",".join(["echo", "kv_delete", "kv_get", "kv_list", "kv_set"])

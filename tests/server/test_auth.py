@@ -32,9 +32,11 @@ from llmworker import (
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
+from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
 from llmworker_server.demo_tools import DemoTools
 from llmworker_server.errors import AuthTokensError
+from llmworker_server.rpc.auth import CallerCheck
 from tests.grpc_support import RpcFailure, ServerProcess, failure_of, serve, wait_for_line
 from tests.tls_support import Pki
 
@@ -52,6 +54,7 @@ def demo_worker() -> Worker[Mutable]:
 
 def write_tokens(path: Path, entries: Sequence[dict[str, object]]) -> Path:
     path.write_text(json.dumps({"tokens": list(entries)}))
+    path.chmod(0o600)
     return path
 
 
@@ -269,6 +272,10 @@ async def test_sighup_reloads_the_tokens_and_a_bad_file_keeps_the_old_ones(
             "repeats the token",
         ),
         ("{oops", "not JSON"),
+        (
+            f'{{"tokens": [{{"token": " {AGENT}", "tools": ["*"]}}]}}',
+            "tokens[0]: the token starts or ends with whitespace",
+        ),
     ],
 )
 def test_a_token_file_that_cannot_work_refuses_to_start(
@@ -276,10 +283,45 @@ def test_a_token_file_that_cannot_work_refuses_to_start(
 ) -> None:
     path = tmp_path / "tokens.json"
     path.write_text(document)
+    path.chmod(0o600)
     with pytest.raises(AuthTokensError, match="--auth-tokens") as caught:
         ServerApp(ServerConfig(port=0, internal=False, auth_tokens=path))
     assert message in str(caught.value)
     assert AGENT not in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620], ids=lambda mode: f"{mode:04o}")
+def test_a_token_file_others_can_reach_refuses_to_start_and_to_reload(
+    tmp_path: Path, mode: int
+) -> None:
+    path = standard_tokens(tmp_path / "tokens.json")
+    check = CallerCheck(path)
+    path.chmod(mode)
+    assert check.reload() is False  # the callers in use stay
+    with pytest.raises(AuthTokensError) as caught:
+        ServerApp(ServerConfig(port=0, internal=False, auth_tokens=path))
+    assert f"mode {mode:04o}" in str(caught.value)
+    assert f"chmod 600 {path}" in str(caught.value)
+    path.chmod(0o400)
+    assert check.reload() is True
+
+
+def test_a_registry_token_file_others_can_read_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token_file = tmp_path / "registry-token"
+    token_file.write_text("a-registry-token-0123456789\n")
+    token_file.chmod(0o644)
+    with pytest.raises(SystemExit):
+        parse_args(["--demo", "--token-file", str(token_file)])
+    error = capsys.readouterr().err
+    assert "--token-file" in error
+    assert "mode 0644" in error
+    assert "a-registry-token" not in error
+    token_file.chmod(0o600)
+    assert parse_args(["--demo", "--token-file", str(token_file)]).token == (
+        "a-registry-token-0123456789"
+    )
 
 
 def test_a_missing_token_file_refuses_to_start(tmp_path: Path) -> None:

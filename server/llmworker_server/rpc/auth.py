@@ -32,7 +32,7 @@ from llmworker._wire import ErrorStatus, Reason, printable, shorten
 from ..errors import AuthTokensError
 from .handlers import Context, abort
 
-__all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope"]
+__all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope", "exposed_secret_file"]
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -106,6 +106,9 @@ class CallerTokens:
     @classmethod
     def load(cls, path: Path) -> CallerTokens:
         """Read and check ``path``; ``AuthTokensError`` says what is wrong where."""
+        exposed = exposed_secret_file(path)
+        if exposed is not None:
+            raise AuthTokensError(f"--auth-tokens {exposed}")
         try:
             document = json.loads(path.read_bytes())
         except OSError as error:
@@ -178,6 +181,11 @@ def _entry(
     if (token is None) == (hexdigest is None):
         raise AuthTokensError(f"{where}: give exactly one of token and sha256")
     if token is not None:
+        if isinstance(token, str) and token != token.strip():
+            raise AuthTokensError(
+                f"{where}: the token starts or ends with whitespace, which a presented token "
+                "never has (it is stripped): remove it"
+            )
         if not isinstance(token, str) or len(token) < _MIN_TOKEN_CHARS:
             raise AuthTokensError(
                 f"{where}: a token must be a string of at least {_MIN_TOKEN_CHARS} characters "
@@ -206,6 +214,21 @@ def _entry(
     key = cast("tuple[str, ...]", patterns)
     scope = scopes.get(key) or scopes.setdefault(key, Scope(key))
     return digest, Caller(label, scope, subject)
+
+
+def exposed_secret_file(path: Path) -> str | None:
+    """Why the secret file ``path`` must not be used, if group or others may read or write
+    it (as OpenSSH refuses such a key); None when it is private or cannot be examined (its
+    reading then says why)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return None
+    if mode & 0o077:
+        return (
+            f"{path}: mode {mode:04o} lets group or others reach this secret; run chmod 600 {path}"
+        )
+    return None
 
 
 def _bearer(metadata: Iterable[tuple[str, str | bytes]]) -> bytes | None:
