@@ -48,7 +48,7 @@ class ServerConfig:
     tool_max_input_bytes: dict[str, int] = field(default_factory=dict[str, int])
     redact_errors: bool = False
     drain_delay: float = 0.0
-    max_concurrent_streams: int = 100
+    max_concurrent_streams: int = 1024
     max_connection_idle: float = 300.0
     max_connection_age: float = 1800.0
     max_connection_age_grace: float = 30.0

@@ -92,9 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     listen.add_argument(
         "--max-concurrent-streams",
         type=int,
-        default=100,
+        default=1024,
         metavar="N",
-        help="calls in progress on one client connection (HTTP/2 streams) (default %(default)s)",
+        help="calls in progress on one client connection (HTTP/2 streams); a burst beyond it "
+        "gets UNAVAILABLE from gRPC itself, so keep it at or above --max-concurrent-calls "
+        "(default %(default)s)",
     )
     listen.add_argument(
         "--max-connection-idle",

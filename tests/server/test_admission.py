@@ -129,6 +129,33 @@ async def test_over_the_concurrency_limit_both_paths_refuse_alike() -> None:
         ).output == "y"
 
 
+async def test_a_burst_on_one_connection_gets_only_documented_answers() -> None:
+    """4 slow calls at --max-concurrent-calls 4, then 300 at once on the same connection:
+    every one is refused CONCURRENCY_LIMIT by admission; none gets the bare UNAVAILABLE of a
+    stream gRPC refused (REFUSED_STREAM, which stock clients do not retry)."""
+    async with (
+        serve(max_concurrent_calls=4) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        slow = pb.CallToolRequest(name="sleep", input_json='{"seconds": 30}')
+        busy = [stub.CallTool(slow) for _ in range(4)]
+        await _until(lambda: served.tools.started == 4, "the slow calls started")
+        echo = pb.CallToolRequest(name="echo", input_json='{"text": "x"}')
+
+        async def answer() -> str:
+            try:
+                return (await stub.CallTool(echo, timeout=30)).output
+            except grpc.aio.AioRpcError as error:
+                failure = failure_of(error)
+                return f"{failure.code.name} {failure.reason or failure.message}"
+
+        answers = await asyncio.gather(*(answer() for _ in range(300)))
+        assert set(answers) == {"RESOURCE_EXHAUSTED CONCURRENCY_LIMIT"}
+        for call in busy:
+            call.cancel()
+
+
 @pytest.mark.parametrize("run", [True, False], ids=["released", "refused"])
 async def test_both_paths_wait_at_the_drain_gate_then_run_or_are_refused(run: bool) -> None:
     async with serve() as served, grpc.aio.insecure_channel(served.target) as channel:
