@@ -9,6 +9,7 @@
 //	interop tls      -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
 //	interop auth     -target HOST:PORT -token TOKEN -tools a,b,c -forbidden TOOL
 //	interop balance  -target ipv4:HOST:P1,HOST:P2,... [-seconds 4] [-concurrency 8]
+//	interop burst    -target HOST:PORT [-slow 4] [-burst 300]
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -31,6 +32,9 @@
 // client-side health checking and, for whoami only (read-only, idempotent), retries on
 // UNAVAILABLE (the service configs of llmworker._client.balancing), for -seconds from -concurrency
 // goroutines, and prints one JSON line: per tool, retrying, calls, ok, failed by status code.
+// The burst holds -slow countdowns on one connection, then fires -burst echo calls at once on
+// it: every answer must be OK or RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT (admission), none gRPC's
+// own stream refusal (a bare UNAVAILABLE); it prints the answers counted, then the OK line.
 package main
 
 import (
@@ -41,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -117,8 +121,15 @@ func main() {
 		concurrency := flags.Int("concurrency", 8, "goroutines calling at once")
 		_ = flags.Parse(os.Args[2:])
 		err = runBalance(*target, *seconds, *concurrency)
+	case "burst":
+		flags := flag.NewFlagSet("burst", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
+		slow := flags.Int("slow", 4, "slow countdowns to hold in flight, e.g. the server's --max-concurrent-calls")
+		burst := flags.Int("burst", 300, "echo calls to fire at once on the same connection")
+		_ = flags.Parse(os.Args[2:])
+		err = runBurst(*target, *slow, *burst)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth or balance", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance or burst", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
