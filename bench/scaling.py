@@ -61,6 +61,7 @@ from llmworker._formats.definition_formats import format_definitions
 from llmworker._wire.messages import definition_message, definitions_response
 from llmworker.v1 import tool_registry_pb2 as registry_pb
 from llmworker.v1 import tool_service_pb2 as pb
+from llmworker_server.registry.provider_identity import SHARED_TOKEN_LABEL
 from llmworker_server.registry.registry import Registry
 
 __all__ = ["large_meta", "small_meta"]
@@ -226,7 +227,9 @@ def provider_map(sizes: Sequence[int], repeats: int, group: int = 10) -> list[Js
         registry = Registry(Worker(), 1 << 40)
         metas = [small_meta(f"tool_{index:06d}") for index in range(size)]
         for index, meta in enumerate(metas):
-            registry.register_remote(meta, _Noop, f"provider-{index // group}.internal:50061")
+            registry.register_remote(
+                meta, _Noop, f"provider-{index // group}.internal:50061", SHARED_TOKEN_LABEL
+            )
         timings: dict[str, list[float]] = {"providers_ms": [], "renewal_ms": []}
         for repeat in range(repeats):
             index = random.Random(repeat).randrange(size)
@@ -234,7 +237,10 @@ def provider_map(sizes: Sequence[int], repeats: int, group: int = 10) -> list[Js
             registry.providers()
             middle = time.perf_counter()
             registry.register_remote(
-                metas[index], _Noop, f"provider-{index // group}.internal:50061"
+                metas[index],
+                _Noop,
+                f"provider-{index // group}.internal:50061",
+                SHARED_TOKEN_LABEL,
             )
             timings["providers_ms"].append(middle - started)
             timings["renewal_ms"].append(time.perf_counter() - middle)

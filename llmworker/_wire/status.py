@@ -71,6 +71,8 @@ class Reason(enum.StrEnum):
     DEFINITION_FORMAT_UNSUPPORTED = "DEFINITION_FORMAT_UNSUPPORTED"
     TOOL_FORBIDDEN = "TOOL_FORBIDDEN"
     BATCH_PAUSED_ELSEWHERE = "BATCH_PAUSED_ELSEWHERE"
+    RESUME_FORBIDDEN = "RESUME_FORBIDDEN"
+    PROVIDER_FORBIDDEN = "PROVIDER_FORBIDDEN"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -95,6 +97,8 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.DEFINITION_FORMAT_UNSUPPORTED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.TOOL_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
     Reason.BATCH_PAUSED_ELSEWHERE: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.RESUME_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
+    Reason.PROVIDER_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

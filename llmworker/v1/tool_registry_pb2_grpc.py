@@ -27,18 +27,27 @@ if _version_not_supported:
 
 class ToolRegistryStub:
     """The internal registry service: served only on the server's internal listener (a Unix
-    domain socket by default), and only to callers presenting the configured token as
-    "authorization: Bearer <token>" metadata.
+    domain socket by default), and only to callers presenting a provider token as
+    "authorization: Bearer <token>" metadata: the server's one shared token (the simple mode),
+    or one of the provider identities of its --provider-tokens file. A tool belongs to the
+    identity that registered it: only that identity renews, replaces, re-attaches or
+    unregisters it.
 
     The registry follows the Worker typestate: while it is mutable, RegisterTool adds tools;
     once locked (start flag, registration window, or LockRegistry) it refuses them.
 
     reason                 code                 meaning
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    a tool outside the identity's tools, one that
+    belongs to another identity, or LockRegistry
+    by an identity without may_lock
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
     INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
-    description, a target gRPC cannot use
+    description, a target gRPC cannot use or
+    the identity may not name (refused before
+    anything dials it), a provider serving
+    another definition than the one registered
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
@@ -77,18 +86,27 @@ class ToolRegistryStub:
 
 class ToolRegistryServicer:
     """The internal registry service: served only on the server's internal listener (a Unix
-    domain socket by default), and only to callers presenting the configured token as
-    "authorization: Bearer <token>" metadata.
+    domain socket by default), and only to callers presenting a provider token as
+    "authorization: Bearer <token>" metadata: the server's one shared token (the simple mode),
+    or one of the provider identities of its --provider-tokens file. A tool belongs to the
+    identity that registered it: only that identity renews, replaces, re-attaches or
+    unregisters it.
 
     The registry follows the Worker typestate: while it is mutable, RegisterTool adds tools;
     once locked (start flag, registration window, or LockRegistry) it refuses them.
 
     reason                 code                 meaning
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    a tool outside the identity's tools, one that
+    belongs to another identity, or LockRegistry
+    by an identity without may_lock
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
     INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
-    description, a target gRPC cannot use
+    description, a target gRPC cannot use or
+    the identity may not name (refused before
+    anything dials it), a provider serving
+    another definition than the one registered
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered
@@ -154,18 +172,27 @@ def add_ToolRegistryServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class ToolRegistry:
     """The internal registry service: served only on the server's internal listener (a Unix
-    domain socket by default), and only to callers presenting the configured token as
-    "authorization: Bearer <token>" metadata.
+    domain socket by default), and only to callers presenting a provider token as
+    "authorization: Bearer <token>" metadata: the server's one shared token (the simple mode),
+    or one of the provider identities of its --provider-tokens file. A tool belongs to the
+    identity that registered it: only that identity renews, replaces, re-attaches or
+    unregisters it.
 
     The registry follows the Worker typestate: while it is mutable, RegisterTool adds tools;
     once locked (start flag, registration window, or LockRegistry) it refuses them.
 
     reason                 code                 meaning
     UNAUTHENTICATED        UNAUTHENTICATED      missing or wrong token
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    a tool outside the identity's tools, one that
+    belongs to another identity, or LockRegistry
+    by an identity without may_lock
     REGISTRY_LOCKED        FAILED_PRECONDITION  the registry is locked, like Worker[Locked]
     DUPLICATE_NAME         ALREADY_EXISTS       ToolRegistryError.DuplicateName
     INVALID_REQUEST        INVALID_ARGUMENT     bad name, malformed or oversized schema or
-    description, a target gRPC cannot use
+    description, a target gRPC cannot use or
+    the identity may not name (refused before
+    anything dials it), a provider serving
+    another definition than the one registered
     REGISTRY_FULL          RESOURCE_EXHAUSTED   the ListDefinitionsSorted response would
     outgrow the server's --max-message-bytes
     TOOL_NOT_FOUND         NOT_FOUND            UnregisterTool of a name not registered

@@ -64,6 +64,10 @@ class ToolServiceStub:
     BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
     one holding the batch (metadata "replica"
     names it); the batch is still held there
+    RESUME_FORBIDDEN       PERMISSION_DENIED    with --auth-tokens: ResumeBatch by another
+    caller than the one that paused the batch,
+    without an approver scope for its tools; the
+    batch stays resumable by its owner
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -159,6 +163,10 @@ class ToolServiceServicer:
     BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
     one holding the batch (metadata "replica"
     names it); the batch is still held there
+    RESUME_FORBIDDEN       PERMISSION_DENIED    with --auth-tokens: ResumeBatch by another
+    caller than the one that paused the batch,
+    without an approver scope for its tools; the
+    batch stays resumable by its owner
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -332,6 +340,10 @@ class ToolService:
     BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
     one holding the batch (metadata "replica"
     names it); the batch is still held there
+    RESUME_FORBIDDEN       PERMISSION_DENIED    with --auth-tokens: ResumeBatch by another
+    caller than the one that paused the batch,
+    without an approver scope for its tools; the
+    batch stays resumable by its owner
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the

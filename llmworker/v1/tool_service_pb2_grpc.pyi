@@ -51,6 +51,10 @@ class ToolServiceStub:
       BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
                                                   one holding the batch (metadata "replica"
                                                   names it); the batch is still held there
+      RESUME_FORBIDDEN       PERMISSION_DENIED    with --auth-tokens: ResumeBatch by another
+                                                  caller than the one that paused the batch,
+                                                  without an approver scope for its tools; the
+                                                  batch stays resumable by its owner
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -139,6 +143,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       BATCH_PAUSED_ELSEWHERE FAILED_PRECONDITION  ResumeBatch reached another replica than the
                                                   one holding the batch (metadata "replica"
                                                   names it); the batch is still held there
+      RESUME_FORBIDDEN       PERMISSION_DENIED    with --auth-tokens: ResumeBatch by another
+                                                  caller than the one that paused the batch,
+                                                  without an approver scope for its tools; the
+                                                  batch stays resumable by its owner
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the

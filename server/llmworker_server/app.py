@@ -27,6 +27,7 @@ from .ops.call_log import CallLog
 from .ops.metrics import Gauges, ServerMetrics
 from .ops.metrics_http import MetricsListener
 from .ops.worker_metrics import SnapshotWriter
+from .registry.provider_identity import ProviderCheck
 from .registry.providers import ProviderMonitor
 from .registry.registry import Registry
 from .registry.replicas import ReplicaRegistrations
@@ -98,9 +99,10 @@ class ServerApp:
         )
         self._own_tracer_provider: SdkTracerProvider | None = None
         self._tracing = self._new_tracing(tracer_provider) if config.otel else None
+        self._provider_check = ProviderCheck(shared_token=config.token, path=config.provider_tokens)
         self._registry_service = RegistryService(
             self.registry,
-            config.token,
+            self._provider_check,
             config.call_timeout,
             self._gate,
             config.outgoing_tls,
@@ -143,12 +145,13 @@ class ServerApp:
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         _log.info(
-            "serving %d tools on %s:%d (internal: %s, registry %s, %s, %s)",
+            "serving %d tools on %s:%d (internal: %s, registry %s%s, %s, %s)",
             len(self.registry.handle),
             self.config.host,
             self.port,
             self.internal_target or "off",
             "locked" if self.registry.is_locked else "mutable",
+            ", provider identities" if self.config.provider_tokens else "",
             self._transport(),
             "callers checked" if self._auth else "any caller",
         )
@@ -310,12 +313,13 @@ class ServerApp:
         return f"unix:{path}"
 
     def reload(self) -> None:
-        """Read the TLS certificates and the caller tokens again (SIGHUP); a file that
-        cannot be used keeps what is in use."""
+        """Read the TLS certificates, the caller tokens and the provider tokens again
+        (SIGHUP); a file that cannot be used keeps what is in use."""
         if self._tls is not None:
             self._tls.reload()
         if self._auth is not None:
             self._auth.reload()
+        self._provider_check.reload()
 
     def _transport(self) -> str:
         if self._tls is None:

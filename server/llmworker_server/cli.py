@@ -18,8 +18,8 @@ from .event_loop import choose_loop
 from .ops.log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
-from .rpc.auth import exposed_secret_file
 from .rpc.tls import TlsFiles
+from .rpc.token_file import exposed_secret_file
 from .workers import follow_supervisor, run_workers
 
 __all__ = ["main", "parse_args"]
@@ -68,6 +68,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         tls=_listener_tls(parser, args),
         allow_insecure=args.allow_insecure,
         auth_tokens=args.auth_tokens,
+        provider_tokens=args.provider_tokens,
         outgoing_tls=_outgoing_tls(parser, args),
         host=args.host,
         port=args.port,

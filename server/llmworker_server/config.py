@@ -79,6 +79,9 @@ class ServerConfig:
     """TLS for the connections this server opens: to --register-with and to providers."""
     auth_tokens: Path | None = None
     """The caller tokens file: without it every caller may list and call every tool."""
+    provider_tokens: Path | None = None
+    """The provider identities file: without it the registry token (or, on the private
+    socket, none) is one identity allowed every tool and target (the simple mode)."""
 
     @property
     def public_address(self) -> str:
@@ -108,10 +111,16 @@ class ServerConfig:
     def check(self) -> None:
         """Refuse unsafe or contradictory settings with what to change."""
         self._check_transport()
-        if self.internal_address and not self.token:
+        if self.internal_address and not self.token and not self.provider_tokens:
             raise ConfigError(
                 "--internal-address serves the registry over TCP; set a token "
-                "(LLMWORKER_TOKEN or --token-file) so that only holders of it can register"
+                "(LLMWORKER_TOKEN or --token-file) or --provider-tokens so that only holders "
+                "of one can register"
+            )
+        if self.provider_tokens and not self.internal:
+            raise ConfigError(
+                "--provider-tokens names who may register, and --no-internal serves no "
+                "registry; drop one of them"
             )
         if self.max_concurrent_calls < 1:
             raise ConfigError("--max-concurrent-calls must be at least 1")

@@ -188,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="internal listener on TCP instead (needs a token)",
     )
     registry.add_argument(
+        "--provider-tokens",
+        type=Path,
+        metavar="JSON",
+        help="provider identities: each token may register only its tools, at its targets, "
+        "and only it renews or removes them (see docs/security.md); without it the registry "
+        "token is one identity allowed everything; re-read on SIGHUP",
+    )
+    registry.add_argument(
         "--token-file",
         type=Path,
         metavar="PATH",

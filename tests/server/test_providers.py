@@ -139,7 +139,9 @@ async def test_unregister_removes_a_contributed_tool_and_refuses_the_others(
 
 
 async def test_a_re_registration_replaces_and_a_renewal_changes_nothing(tmp_path: Path) -> None:
-    async with front(tmp_path) as app, serve(internal=False) as provider:
+    # No registration check: the provider serves one definition and registers another
+    # (with the check, that is refused: tests/server/test_provider_identities.py).
+    async with front(tmp_path, provider_check_timeout=0) as app, serve(internal=False) as provider:
         internal = app.internal_target
         assert internal is not None
         echo = provider.app.registry.handle.get_tool("echo")

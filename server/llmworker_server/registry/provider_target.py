@@ -12,12 +12,13 @@ then fail with a bare UNKNOWN, so targets are checked against gRPC's naming form
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import re
 from typing import Final
 
 from llmworker._wire import printable
 
-__all__ = ["MAX_TARGET_LENGTH", "target_problem"]
+__all__ = ["MAX_TARGET_LENGTH", "canonical_target", "target_problem"]
 
 MAX_TARGET_LENGTH: Final = 512
 _HOSTNAME: Final = re.compile(
@@ -40,6 +41,39 @@ def target_problem(target: str) -> str | None:
         return f"the provider target {shown!r} holds spaces or control characters; {_FORMS}"
     problem = _form_problem(target)
     return None if problem is None else f"the provider target {shown!r} {problem}; {_FORMS}"
+
+
+def canonical_target(target: str) -> str:
+    """The form a usable ``target`` is matched in against a provider identity's target
+    globs: ``host:port`` (host lower-cased; ``[addr]:port`` for IPv6; the port ``dns:`` and
+    ``ipv4:``/``ipv6:`` forms name), ``unix:/normalised/path`` or ``unix-abstract:NAME``.
+    A ``dns://AUTHORITY/`` target or several addresses stay as given, so only a glob for
+    that exact text matches them."""
+    scheme, colon, rest = target.partition(":")
+    if colon and scheme == "unix":
+        path = rest[2:] if rest.startswith("//") else rest
+        return "unix:" + posixpath.normpath(path)
+    if colon and scheme == "unix-abstract":
+        return target
+    if colon and scheme in ("ipv4", "ipv6"):
+        return target if "," in rest else _host_port(rest, "443")
+    if colon and scheme == "dns":
+        if rest.startswith("///"):
+            rest = rest[3:]  # no authority: the system's resolver, as dns:HOST
+        return target if rest.startswith("//") else _host_port(rest, "443")
+    return _host_port(target, "443")
+
+
+def _host_port(text: str, default_port: str) -> str:
+    host, port = _split_host_port(text)
+    bare = host[1:-1] if host.startswith("[") else host
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        host = host.lower().rstrip(".")
+    else:
+        host = f"[{address.compressed}]" if address.version == 6 else address.compressed
+    return f"{host}:{port or default_port}"
 
 
 def _form_problem(target: str) -> str | None:

@@ -1,5 +1,6 @@
 """The server's registry, following the Worker typestate: its tools, which provider
-contributed each, and the listing size limit."""
+contributed each (its target, and the provider identity that owns it), and the listing size
+limit."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class Registry:
         self._on_change: list[Callable[[], None]] = []
         self._provider_of: dict[str, str] = {}  # contributed tool -> its provider's target
         self._tools_of: dict[str, set[str]] = {}  # the same, by provider
+        self._owner_of: dict[str, str] = {}  # contributed tool -> its provider identity
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after every change of the tool set."""
@@ -86,11 +88,14 @@ class Registry:
         self._listing_bytes += size
         self._changed()
 
-    def register_remote(self, meta: ToolMeta, make_tool: Callable[[], Tool], provider: str) -> bool:
-        """Register one tool of ``provider`` whose meta is known, checking the limit before
-        anything is made (``make_tool`` runs only for an accepted registration). The same
-        name from the same provider replaces the tool (calls in flight finish on the old
-        one); an identical definition changes nothing. False when nothing changed."""
+    def register_remote(
+        self, meta: ToolMeta, make_tool: Callable[[], Tool], provider: str, owner: str
+    ) -> bool:
+        """Register one tool of ``provider`` (owned by the identity ``owner``) whose meta is
+        known, checking the limit before anything is made (``make_tool`` runs only for an
+        accepted registration). The same name from the same provider replaces the tool
+        (calls in flight finish on the old one); an identical definition changes nothing.
+        False when nothing changed. The caller checks ownership (``owner_of``)."""
         mutable = self._writable()
         current = self.handle.get_tool(meta.name)
         previous = None if current is None else current[0]
@@ -105,12 +110,12 @@ class Registry:
             mutable.register_tools([ToolFactory(meta, make_tool)])
         else:
             mutable.replace_tool(ToolFactory(meta, make_tool))
-        self._bind(meta.name, provider)
+        self._bind(meta.name, provider, owner)
         self._listing_bytes += size
         self._changed()
         return True
 
-    def reattach(self, meta: ToolMeta, provider: str) -> Tool | None:
+    def reattach(self, meta: ToolMeta, provider: str, owner: str) -> Tool | None:
         """On a locked registry: the tool ``meta`` names, now served by ``provider``, if
         ``meta`` is exactly its definition (None: already served there); else
         ``RegistryLockedError``, since a locked tool set is fixed."""
@@ -123,12 +128,16 @@ class Registry:
             )
         if self._provider_of[meta.name] == provider:
             return None
-        self._bind(meta.name, provider)
+        self._bind(meta.name, provider, owner)
         return current[1]
 
     def provider_of(self, name: str) -> str | None:
         """The target of the provider that contributed ``name``; None for a local tool."""
         return self._provider_of.get(name)
+
+    def owner_of(self, name: str) -> str | None:
+        """The provider identity that registered ``name``; None for a local tool."""
+        return self._owner_of.get(name)
 
     def providers(self) -> dict[str, list[str]]:
         """Each provider's target and the names of the tools it contributed."""
@@ -147,14 +156,16 @@ class Registry:
         """The names of the tools ``provider`` contributed, sorted."""
         return sorted(self._tools_of.get(provider, ()))
 
-    def _bind(self, name: str, provider: str) -> None:
+    def _bind(self, name: str, provider: str, owner: str) -> None:
         previous = self._provider_of.get(name)
         if previous is not None:
             self._unbind(name)
         self._provider_of[name] = provider
+        self._owner_of[name] = owner
         self._tools_of.setdefault(provider, set()).add(name)
 
     def _unbind(self, name: str) -> None:
+        del self._owner_of[name]
         provider = self._provider_of.pop(name)
         names = self._tools_of[provider]
         names.discard(name)

@@ -1,10 +1,10 @@
-"""The internal ToolRegistry service: RegisterTool, UnregisterTool and LockRegistry behind
-the server's token, and the channels to the providers that contributed tools."""
+"""The internal ToolRegistry service: RegisterTool, UnregisterTool and LockRegistry for
+provider identities (``ProviderCheck``), and the channels to the providers that contributed
+tools."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections.abc import Sequence
 from typing import Final
@@ -23,6 +23,7 @@ from llmworker._wire import (
     printable,
     shorten,
 )
+from llmworker.v1 import tool_pb2
 from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
@@ -37,6 +38,7 @@ from ..rpc.handlers import (
     guarded,
     unary,
 )
+from .provider_identity import ProviderCheck, ProviderIdentity
 from .provider_target import target_problem
 from .provider_tool import ProviderTool
 from .registry import Registry
@@ -53,13 +55,13 @@ MAX_SCHEMA_BYTES: Final = 128 * 1024
 
 
 class RegistryService:
-    """``llmworker.v1.ToolRegistry``: RegisterTool, UnregisterTool and LockRegistry, behind
-    a token."""
+    """``llmworker.v1.ToolRegistry``: RegisterTool, UnregisterTool and LockRegistry, for
+    the provider identities ``check`` knows."""
 
     def __init__(
         self,
         registry: Registry,
-        token: str | None,
+        check: ProviderCheck,
         provider_timeout: float | None,
         gate: DrainGate | None = None,
         provider_tls: ClientTls | None = None,
@@ -67,7 +69,7 @@ class RegistryService:
         interceptors: Sequence[grpc.aio.ClientInterceptor] = (),
     ) -> None:
         self._registry = registry
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._check = check
         self._provider_timeout = provider_timeout
         self._gate = gate
         self._provider_tls = provider_tls
@@ -99,27 +101,18 @@ class RegistryService:
             },
         )
 
-    async def _authorise(self, context: Context) -> None:
-        if self._expected is None:
-            return
-        presented = b""
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization":
-                presented = value.encode() if isinstance(value, str) else value
-        if not hmac.compare_digest(presented, self._expected):
-            await abort(
-                context,
-                ErrorStatus.of(
-                    Reason.UNAUTHENTICATED,
-                    "the ToolRegistry needs the server's token as 'authorization: Bearer "
-                    "<token>' metadata",
-                ),
-            )
+    async def _identify(self, context: Context) -> ProviderIdentity:
+        """The provider identity of the request; an unknown one is refused UNAUTHENTICATED
+        before anything reads the request."""
+        identity = self._check.identify(context)
+        if isinstance(identity, ErrorStatus):
+            await abort(context, identity)
+        return identity
 
     async def register_tool(
         self, request: pb.RegisterToolRequest | MalformedRequest, context: Context
     ) -> pb.RegisterToolResponse:
-        await self._authorise(context)
+        identity = await self._identify(context)
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
         problem = _definition_problem(request)
@@ -140,21 +133,26 @@ class RegistryService:
                     tool=meta.name,
                 ),
             )
-        refusal = self._early_refusal(meta, target)
+        refusal = (
+            identity.tool_refusal(meta.name)
+            or identity.target_refusal(meta.name, target)
+            or self._owner_refusal(identity, meta.name)
+            or self._early_refusal(meta, target, identity)
+        )
         if refusal is not None:
             await abort(context, refusal)
         if self._check_timeout > 0 and not self._is_renewal(meta, target):
-            refusal = await self._serving_problem(meta.name, target)
+            refusal = await self._serving_problem(meta, target)
             if refusal is not None:
                 self._drop_unused_channel(target)
                 await abort(context, refusal)
         arrived = not self._registry.has_provider(target)
         try:
             if self._registry.is_locked:
-                changed = self._reattach(meta, target)
+                changed = self._reattach(meta, target, identity)
             else:
                 changed = self._registry.register_remote(
-                    meta, lambda: ProviderTool(self._remote(meta, target)), target
+                    meta, lambda: ProviderTool(self._remote(meta, target)), target, identity.label
                 )
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
@@ -163,9 +161,14 @@ class RegistryService:
         except RegistryFullError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
         if arrived:
-            _log.info("provider arrived: %s", printable(target, 200))
+            _log.info("provider arrived: %s (identity %s)", printable(target, 200), identity.label)
         if changed:
-            _log.info("registered tool=%s provider=%s", meta.name, printable(target, 200))
+            _log.info(
+                "registered tool=%s provider=%s identity=%s",
+                meta.name,
+                printable(target, 200),
+                identity.label,
+            )
         return pb.RegisterToolResponse(fingerprint=self._registry.handle.definitions_fingerprint())
 
     def _remote(self, meta: ToolMeta, target: str) -> RemoteTool:
@@ -184,7 +187,24 @@ class RegistryService:
             and self._registry.provider_of(meta.name) == target
         )
 
-    def _early_refusal(self, meta: ToolMeta, target: str) -> ErrorStatus | None:
+    def _owner_refusal(self, identity: ProviderIdentity, name: str) -> ErrorStatus | None:
+        """Why ``identity`` may not act on the contributed tool ``name``: another identity
+        registered it."""
+        owner = self._registry.owner_of(name)
+        if owner is None or owner == identity.label:
+            return None
+        shown = shorten(name)
+        return ErrorStatus.of(
+            Reason.PROVIDER_FORBIDDEN,
+            f"tool '{shown}' belongs to the provider identity '{owner}', and only it may "
+            f"renew, replace, re-attach or unregister it (this request is from "
+            f"'{identity.label}'); register another name, or use that identity's token",
+            tool=shown,
+        )
+
+    def _early_refusal(
+        self, meta: ToolMeta, target: str, identity: ProviderIdentity
+    ) -> ErrorStatus | None:
         """A refusal known without asking the provider: a name another provider (or this
         server) serves, or a locked registry that cannot take this definition."""
         current = self._registry.handle.get_tool(meta.name)
@@ -192,7 +212,7 @@ class RegistryService:
         if self._registry.is_locked:
             if current is None or current[0] != meta or provider is None:
                 try:
-                    self._registry.reattach(meta, target)  # raises with the reason
+                    self._registry.reattach(meta, target, identity.label)  # raises why
                 except RegistryLockedError as error:
                     return ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name)
             return None
@@ -201,9 +221,9 @@ class RegistryService:
             return ErrorStatus.of(Reason.DUPLICATE_NAME, str(taken), tool=meta.name)
         return None
 
-    def _reattach(self, meta: ToolMeta, target: str) -> bool:
+    def _reattach(self, meta: ToolMeta, target: str, identity: ProviderIdentity) -> bool:
         """A locked tool re-attached to ``target`` (its definition unchanged)."""
-        tool = self._registry.reattach(meta, target)
+        tool = self._registry.reattach(meta, target, identity.label)
         if tool is None:
             return False
         if isinstance(tool, ProviderTool):
@@ -211,10 +231,12 @@ class RegistryService:
         _log.info("tool=%s re-attached to provider=%s", meta.name, printable(target, 200))
         return True
 
-    async def _serving_problem(self, name: str, target: str) -> ErrorStatus | None:
-        """Why ``target`` cannot take calls to ``name``: it must answer ``GetTool(name)``
-        within the check timeout. A provider without GetTool (UNIMPLEMENTED) answered all
-        the same and is accepted unchecked."""
+    async def _serving_problem(self, meta: ToolMeta, target: str) -> ErrorStatus | None:
+        """Why ``target`` cannot take calls to ``meta``'s tool: it must answer
+        ``GetTool(name)`` within the check timeout with exactly the definition registered.
+        A provider without GetTool (UNIMPLEMENTED) answered all the same and is accepted
+        unchecked."""
+        name = meta.name
         get_tool = bind(GET_TOOL, self._channel(target))
         shown, where = shorten(name), printable(target, 200)
         try:
@@ -238,11 +260,13 @@ class RegistryService:
                 "llmworker.v1.ToolService, before it registers",
                 tool=shown,
             )
-        if reply.definition.name != name:
+        differences = _differences(meta, reply.definition)
+        if differences:
             return ErrorStatus.of(
                 Reason.INVALID_REQUEST,
-                f"the provider at {where} answered GetTool('{shown}') with another tool; "
-                "register only tools the provider serves",
+                f"the provider at {where} serves tool '{shown}' with another definition than "
+                f"the one registered (they differ in {', '.join(differences)}); register the "
+                "definition the provider serves",
                 tool=shown,
             )
         return None
@@ -255,11 +279,14 @@ class RegistryService:
     async def unregister_tool(
         self, request: pb.UnregisterToolRequest | MalformedRequest, context: Context
     ) -> pb.UnregisterToolResponse:
-        await self._authorise(context)
+        identity = await self._identify(context)
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
         name, target = request.name, request.provider_target
         shown = shorten(name)
+        refusal = self._owner_refusal(identity, name)
+        if refusal is not None:
+            await abort(context, refusal)
         provider = self._registry.provider_of(name)
         if provider is None or (target and target != provider):
             if self._registry.handle.get_tool(name) is None:
@@ -281,7 +308,12 @@ class RegistryService:
             self._registry.unregister(name)
         except RegistryLockedError as error:
             await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=shown))
-        _log.info("unregistered tool=%s provider=%s", shown, printable(provider, 200))
+        _log.info(
+            "unregistered tool=%s provider=%s identity=%s",
+            shown,
+            printable(provider, 200),
+            identity.label,
+        )
         self.forget_if_gone(provider)
         return pb.UnregisterToolResponse(
             fingerprint=self._registry.handle.definitions_fingerprint()
@@ -306,7 +338,18 @@ class RegistryService:
     async def lock_registry(
         self, request: pb.LockRegistryRequest | MalformedRequest, context: Context
     ) -> pb.LockRegistryResponse:
-        await self._authorise(context)
+        identity = await self._identify(context)
+        if not identity.may_lock:
+            await abort(
+                context,
+                ErrorStatus.of(
+                    Reason.PROVIDER_FORBIDDEN,
+                    f"the provider identity '{identity.label}' may not lock the registry; "
+                    'give it "may_lock": true in the server\'s --provider-tokens file',
+                ),
+            )
+        if not self._registry.is_locked:
+            _log.info("LockRegistry by identity %s", identity.label)
         self._registry.lock()
         return pb.LockRegistryResponse(fingerprint=self._registry.handle.definitions_fingerprint())
 
@@ -334,6 +377,24 @@ async def _close_later(channel: grpc.aio.Channel, seconds: float) -> None:
         await asyncio.sleep(seconds)
     finally:
         await channel.close()
+
+
+def _differences(registered: ToolMeta, served: tool_pb2.ToolDefinition) -> list[str]:
+    """The fields in which the definition a provider serves differs from ``registered``."""
+    try:
+        meta = meta_from_message(served)
+    except ValueError:
+        return ["input_schema_json or output_schema_json (the served one is not valid)"]
+    fields = {
+        "name": (registered.name, meta.name),
+        "description": (registered.description, meta.description),
+        "input_schema": (registered.input_schema, meta.input_schema),
+        "title": (registered.title, meta.title),
+        "output_schema": (registered.output_schema, meta.output_schema),
+        "annotations": (registered.annotations, meta.annotations),
+        "requires_approval": (registered.requires_approval, meta.requires_approval),
+    }
+    return [field for field, (left, right) in fields.items() if left != right]
 
 
 def _definition_problem(request: pb.RegisterToolRequest) -> str | None:
