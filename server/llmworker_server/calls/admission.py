@@ -46,6 +46,7 @@ from ..rpc.handlers import (
 )
 from .failures import CallFailures
 from .limits import CallLimits
+from .paused_batches import HeldBatch
 from .requests import EMPTY_NAME, call_problem
 
 __all__ = ["AdmittedCall", "CallAdmission"]
@@ -231,6 +232,24 @@ class CallAdmission:
         admitted = self._auth.admit(context, tools)
         return admitted if isinstance(admitted, ErrorStatus) else admitted.label
 
+    def resumer_of(self, context: Context, held: HeldBatch) -> str | ErrorStatus:
+        """The label of a caller that may resume ``held`` ("" when callers are not
+        checked): the caller that paused it, within its scope, or an approver whose
+        ``approves`` globs match every pending call's tool; else why not."""
+        if self._auth is None:
+            return ""
+        if held.owner:
+            caller = self._auth.caller(context)
+            if isinstance(caller, ErrorStatus):
+                return caller
+            if caller.label != held.owner:
+                pending = [call.name for call in held.paused.pending_calls]
+                approves = caller.approves
+                if approves is not None and all(approves.allows(name) for name in pending):
+                    return caller.label
+                return _resume_forbidden(caller.label, held.owner, pending)
+        return self.caller_of(context, held.names.values())
+
     def _over_limit(self, name: str, calls: int) -> ErrorStatus:
         limit = self._limits.max_concurrent_calls
         more = "" if calls == 1 else f" and this batch has {calls} calls"
@@ -240,3 +259,14 @@ class CallAdmission:
             "retry with backoff, send smaller batches, or raise --max-concurrent-calls",
             tool=shorten(name),
         )
+
+
+def _resume_forbidden(caller: str, owner: str, tools: list[str]) -> ErrorStatus:
+    shown = shorten(", ".join(sorted(set(tools))), 200)
+    return ErrorStatus.of(
+        Reason.RESUME_FORBIDDEN,
+        f"the token labelled '{caller}' may not resume this batch: the caller '{owner}' "
+        f"paused it, and only it, or a token whose approves globs match its pending tools "
+        f"({shown}), may decide it; nothing ran and the batch stays resumable by its owner",
+        tool=shorten(tools[0]) if tools else "",
+    )

@@ -171,7 +171,7 @@ class BatchCalls:
         if refused is not None:
             await abort(context, refused)
         size = request.ByteSize()
-        return await self._run(context, len(calls), names, size, calls, None, form, caller)
+        return await self._run(context, len(calls), names, size, calls, None, form, caller, caller)
 
     def _not_held(self, token: str) -> ErrorStatus:
         """Why ``token`` resumes nothing here: another replica's, or unknown, expired or used."""
@@ -188,7 +188,7 @@ class BatchCalls:
         held = self._paused.find(request.resume_token)
         if held is None:
             await abort(context, self._not_held(request.resume_token))
-        caller = self._admission.caller_of(context, held.names.values())
+        caller = self._admission.resumer_of(context, held)
         if isinstance(caller, ErrorStatus):
             await abort(context, caller)  # the token stays usable by its caller
         decisions, problem = decisions_of(request, held, self._limits)
@@ -204,7 +204,15 @@ class BatchCalls:
             call.deadline, call.timeout = self._limits.limits_of(call.name, remaining)
         size = held.size + request.ByteSize()
         return await self._run(
-            context, pending, held.names, size, held.paused, decisions, held.form, caller
+            context,
+            pending,
+            held.names,
+            size,
+            held.paused,
+            decisions,
+            held.form,
+            caller,
+            held.owner,
         )
 
     async def _run(
@@ -217,9 +225,10 @@ class BatchCalls:
         decisions: Mapping[str, Decision] | None,
         form: DefinitionFormat | None,
         caller: str,
+        owner: str,
     ) -> pb.CallToolsResponse:
         """Run or resume the batch, its ``count`` calls already reserved (released here),
-        for the caller labelled ``caller``."""
+        for the caller labelled ``caller``; a batch that pauses stays ``owner``'s."""
         started = time.perf_counter()
         worker = self._registry.worker
         try:
@@ -241,7 +250,7 @@ class BatchCalls:
                 completed.results_message_json = canonical_json(appended).decode()
             return pb.CallToolsResponse(completed=completed)
         resumed = isinstance(work, Paused)
-        held = self._paused.hold(outcome, names, size, resumed=resumed, form=form)
+        held = self._paused.hold(outcome, names, size, resumed=resumed, form=form, owner=owner)
         if held is None:
             await abort(context, self._full())
         token, record = held

@@ -26,7 +26,8 @@ _REPLICA: Final = re.compile(r"[0-9a-f]{8}")
 
 @dataclass(slots=True)
 class HeldBatch:
-    """A paused batch, the tool name of each of its calls, and when it expires."""
+    """A paused batch, the tool name of each of its calls, the caller label it belongs to
+    ("" when callers are not checked), and when it expires."""
 
     paused: Paused
     names: dict[str, str]
@@ -35,6 +36,7 @@ class HeldBatch:
     expires: float  # time.monotonic()
     expires_at: float  # seconds since the epoch, for the client
     form: DefinitionFormat | None = None  # set for a batch from RunProviderToolCalls
+    owner: str = ""
 
 
 class PausedBatches:
@@ -68,6 +70,7 @@ class PausedBatches:
         *,
         resumed: bool = False,
         form: DefinitionFormat | None = None,
+        owner: str = "",
     ) -> tuple[str, HeldBatch] | None:
         """Keep ``paused``, which holds at most ``size`` bytes of requests (the CallTools
         request, plus the ResumeBatch requests that edited it); its token and record, or
@@ -81,7 +84,9 @@ class PausedBatches:
             return None
         key, secret = secrets.token_hex(8), secrets.token_urlsafe(24)
         now = time.monotonic()
-        held = HeldBatch(paused, names, size, secret, now + self.ttl, time.time() + self.ttl, form)
+        held = HeldBatch(
+            paused, names, size, secret, now + self.ttl, time.time() + self.ttl, form, owner
+        )
         self._held[key] = held
         self._bytes += size
         return f"{self.replica}.{key}.{secret}", held
