@@ -32,6 +32,7 @@ from .registry.providers import ProviderMonitor
 from .registry.registry import Registry
 from .registry.replicas import ReplicaRegistrations
 from .registry.service import RegistryService
+from .rpc.audit import AUDIT
 from .rpc.auth import CallerCheck
 from .rpc.drain import DrainGate
 from .rpc.health import ServerHealth
@@ -231,7 +232,7 @@ class ServerApp:
             paused_batches=lambda: self.tools.paused_batches.held,
             watchers=lambda: self.tools.watch.watchers,
         )
-        return ServerMetrics(gauges, is_tool=self.registry.handle.__contains__)
+        return ServerMetrics(gauges, self.registry.handle.__contains__, AUDIT.counts)
 
     def _new_call_log(self) -> CallLog | None:
         """Where finished calls go: log lines at INFO, and the metrics (None: nowhere)."""

@@ -37,17 +37,17 @@ def _scrape(url: str, context: ssl.SSLContext | None = None) -> Samples:
     }
 
 
-def _value(samples: Samples, name: str, **labels: str) -> float:
+def metric_value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-async def _scrape_until(url: str, name: str, value: float, **labels: str) -> Samples:
+async def scrape_until(url: str, name: str, value: float, **labels: str) -> Samples:
     """Scrape until ``name{labels}`` reaches ``value`` (calls are counted within 0.2 s, or a
     second with --workers); 10 s at most."""
     samples: Samples = {}
     for _ in range(100):
         samples = await asyncio.to_thread(_scrape, url)
-        if _value(samples, name, **labels) >= value:
+        if metric_value(samples, name, **labels) >= value:
             return samples
         await asyncio.sleep(0.1)
     raise AssertionError(f"{name}{labels} never reached {value}: {samples}")
@@ -64,15 +64,17 @@ async def test_calls_are_counted_by_tool_and_code_with_durations() -> None:
                 )
             with pytest.raises(grpc.aio.AioRpcError):
                 await stub.CallTool(tool_service_pb2.CallToolRequest(name="echo", input_json="[]"))
-        samples = await _scrape_until(
+        samples = await scrape_until(
             url, "llmworker_calls_total", 1, tool="echo", code="INVALID_ARGUMENT"
         )
-    assert _value(samples, "llmworker_calls_total", tool="echo", code="OK") == 3
-    assert _value(samples, "llmworker_call_duration_seconds_count", tool="echo") == 4
-    assert _value(samples, "llmworker_call_duration_seconds_bucket", tool="echo", le="+Inf") == 4
-    assert _value(samples, "llmworker_call_duration_seconds_sum", tool="echo") > 0
-    assert _value(samples, "llmworker_tools") == len(served.app.registry.handle)
-    assert _value(samples, "llmworker_build", version=__version__) == 1
+    assert metric_value(samples, "llmworker_calls_total", tool="echo", code="OK") == 3
+    assert metric_value(samples, "llmworker_call_duration_seconds_count", tool="echo") == 4
+    assert (
+        metric_value(samples, "llmworker_call_duration_seconds_bucket", tool="echo", le="+Inf") == 4
+    )
+    assert metric_value(samples, "llmworker_call_duration_seconds_sum", tool="echo") > 0
+    assert metric_value(samples, "llmworker_tools") == len(served.app.registry.handle)
+    assert metric_value(samples, "llmworker_build", version=__version__) == 1
 
 
 async def test_made_up_tool_names_cannot_grow_the_label_set() -> None:
@@ -85,7 +87,7 @@ async def test_made_up_tool_names_cannot_grow_the_label_set() -> None:
                     await stub.CallTool(
                         tool_service_pb2.CallToolRequest(name=f"no_{uuid.uuid4().hex}")
                     )
-        samples = await _scrape_until(
+        samples = await scrape_until(
             url, "llmworker_calls_total", 50, tool="_unknown", code="NOT_FOUND"
         )
     tools = {dict(labels).get("tool") for name, labels in samples if name.startswith("llmworker_c")}
@@ -104,8 +106,8 @@ async def test_gauges_show_calls_in_flight_and_watchers() -> None:
             )
             watch = stub.WatchDefinitions(tool_service_pb2.WatchDefinitionsRequest())
             await watch.read()  # the watch is open once its first message came
-            samples = await _scrape_until(url, "llmworker_in_flight", 1)
-            assert _value(samples, "llmworker_watchers") == 1
+            samples = await scrape_until(url, "llmworker_in_flight", 1)
+            assert metric_value(samples, "llmworker_watchers") == 1
             sleeping.cancel()
             watch.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -117,7 +119,7 @@ async def test_metrics_are_served_over_tls_with_the_listener_certificate(pki: Pk
         context = ssl.create_default_context(cafile=str(pki.ca.cert))
         url = f"https://127.0.0.1:{served.app.metrics_port}/metrics"
         samples = await asyncio.to_thread(_scrape, url, context)
-        assert _value(samples, "llmworker_tools") > 0
+        assert metric_value(samples, "llmworker_tools") > 0
         with pytest.raises(urllib.error.URLError):
             await asyncio.to_thread(_scrape, url)  # a client that does not trust the CA
 
@@ -153,18 +155,18 @@ async def test_with_workers_one_endpoint_sums_every_process_and_survives_a_resta
     try:
         await wait_for_lines(server, r" tools on ", count=2)
         await _calls_on_new_connections(port, 40)
-        samples = await _scrape_until(url, "llmworker_calls_total", 40, tool="echo", code="OK")
-        assert _value(samples, "llmworker_workers") == 2
+        samples = await scrape_until(url, "llmworker_calls_total", 40, tool="echo", code="OK")
+        assert metric_value(samples, "llmworker_workers") == 2
         (started,) = await wait_for_lines(server, r"started 2 worker processes")
         victim = int(re.findall(r"\d+", started.split("processes:", 1)[1])[0])
         os.kill(victim, signal.SIGKILL)
         await wait_for_lines(server, r" tools on ", count=3)
-        samples = await _scrape_until(url, "llmworker_worker_restarts_total", 1)
+        samples = await scrape_until(url, "llmworker_worker_restarts_total", 1)
         # the dead child's calls still count: counters never go back
-        assert _value(samples, "llmworker_calls_total", tool="echo", code="OK") >= 40
+        assert metric_value(samples, "llmworker_calls_total", tool="echo", code="OK") >= 40
         await _calls_on_new_connections(port, 10)
-        samples = await _scrape_until(url, "llmworker_calls_total", 50, tool="echo", code="OK")
-        assert _value(samples, "llmworker_workers") == 2
+        samples = await scrape_until(url, "llmworker_calls_total", 50, tool="echo", code="OK")
+        assert metric_value(samples, "llmworker_workers") == 2
     finally:
         code = await asyncio.to_thread(server.stop)
     assert code == 0, server.output

@@ -5,7 +5,7 @@ CallTool and CallToolStream run a call in one shape, every step of it here::
 
     call = admission.admit(request, context)  # counted in flight from here
     if isinstance(call, ErrorStatus):
-        call = await admission.admit_or_abort(call, request, context)
+        call = await admission.admit_or_abort(call, request, context, "CallTool")
     name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
     try:
         ...  # run the call
@@ -34,6 +34,7 @@ from llmworker._wire import NO_METADATA, ErrorStatus, Reason, shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..ops.call_log import CallLog
+from ..rpc.audit import CURRENT_RPC
 from ..rpc.auth import CallerCheck
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
@@ -158,9 +159,12 @@ class CallAdmission:
         refusal: ErrorStatus,
         request: pb.CallToolRequest | MalformedRequest,
         context: Context,
+        rpc: str,
     ) -> AdmittedCall:
-        """What follows ``admit`` refusing ``request``: while the server drains, the call
-        waits at the gate and is admitted once let through; any other refusal ends it."""
+        """What follows ``admit`` refusing ``request`` to ``rpc``: while the server drains,
+        the call waits at the gate and is admitted once let through; any other refusal ends
+        it."""
+        CURRENT_RPC.set(rpc)
         if refusal is SHUTTING_DOWN and await self._gate.hold():
             call = self.admit(request, context, held=True)
             if not isinstance(call, ErrorStatus):

@@ -32,9 +32,10 @@ from llmworker._wire import ErrorStatus, Reason, definition_format, shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry
+from ..rpc.audit import AUDIT
 from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 from .admission import CallAdmission
-from .decisions import decisions_of
+from .decisions import decision_name, decisions_of
 from .failures import CallFailures
 from .limits import CallLimits
 from .paused_batches import HeldBatch, PausedBatches
@@ -199,6 +200,11 @@ class BatchCalls:
         if refused is not None:
             await abort(context, refused)  # the token stays usable: retry later
         self._paused.take(request.resume_token)  # no await since find(): one resume per token
+        batch = request.resume_token.split(".", 2)[1]  # the id, not the secret
+        for call in held.paused.pending_calls:
+            decision = decisions.get(call.id)
+            if decision is not None:
+                AUDIT.decided(batch, call.id, call.name, decision_name(decision), held.owner)
         remaining = context.time_remaining()
         for call in held.paused.pending_calls:  # the deadlines start again now
             call.deadline, call.timeout = self._limits.limits_of(call.name, remaining)

@@ -12,9 +12,16 @@ from .limits import CallLimits
 from .paused_batches import HeldBatch
 from .requests import invalid
 
-__all__ = ["decisions_of"]
+__all__ = ["decision_name", "decisions_of"]
 
 _MAX_DENY_REASON_BYTES: Final = 1024
+
+
+def decision_name(decision: Decision) -> str:
+    """How the audit trail names ``decision``: approve, deny or edit."""
+    if isinstance(decision, ApproveWithInput):
+        return "edit"
+    return "deny" if isinstance(decision, Deny) else "approve"
 
 
 def decisions_of(

@@ -113,14 +113,14 @@ class ToolService:
             method: str, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
         ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
             if auth is not None:  # the caller first, before the request is read
-                behavior = auth.first(behavior)
+                behavior = auth.first(behavior, method)
             return behavior if tracing is None else tracing.unary(_SERVICE, method, behavior)
 
         def traced_stream(
             method: str, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]]
         ) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
             if auth is not None:
-                behavior = auth.first_stream(behavior)
+                behavior = auth.first_stream(behavior, method)
             return behavior if tracing is None else tracing.stream(_SERVICE, method, behavior)
 
         def guarded_unary(
@@ -200,7 +200,7 @@ class ToolService:
         admission = self._admission
         call = admission.admit(request, context)
         if isinstance(call, ErrorStatus):
-            call = await admission.admit_or_abort(call, request, context)
+            call = await admission.admit_or_abort(call, request, context, "CallTool")
         name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
         try:
             output = await self._registry.worker.call_tool_output(

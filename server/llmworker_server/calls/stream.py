@@ -35,7 +35,7 @@ class CallStreams:
         admission = self._admission
         call = admission.admit(request, context)
         if isinstance(call, ErrorStatus):
-            call = await admission.admit_or_abort(call, request, context)
+            call = await admission.admit_or_abort(call, request, context, "CallToolStream")
         name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
         events = self._registry.worker.stream_tool(
             name,

@@ -1,4 +1,5 @@
-"""Prometheus metrics: calls by tool and status, call durations, and the server's gauges.
+"""Prometheus metrics: calls by tool and status, call durations, refusals by reason, and the
+server's gauges.
 
 Calls are counted in plain dicts when the call log flushes (a ``prometheus_client``
 observation per call would cost about eight times as much), and turned into metric families
@@ -37,11 +38,13 @@ _MAX_TOOL_LABELS: Final = 10_000
 @dataclass(slots=True)
 class CallTotals:
     """Finished calls: a count per (tool, status) and, per tool, a count per duration bucket
-    (``len(BUCKETS) + 1`` of them, not cumulative) and the sum of durations."""
+    (``len(BUCKETS) + 1`` of them, not cumulative) and the sum of durations; and refused
+    requests, a count per reason."""
 
     calls: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
     buckets: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
     seconds: dict[str, float] = field(default_factory=dict[str, float])
+    refusals: dict[str, int] = field(default_factory=dict[str, int])
 
     def add(self, other: CallTotals) -> None:
         for key, count in other.calls.items():
@@ -52,6 +55,8 @@ class CallTotals:
                 mine[index] += count
         for tool, seconds in other.seconds.items():
             self.seconds[tool] = self.seconds.get(tool, 0.0) + seconds
+        for reason, count in other.refusals.items():
+            self.refusals[reason] = self.refusals.get(reason, 0) + count
 
     def copy(self) -> CallTotals:
         """A copy safe to read while the event loop goes on counting (from the HTTP thread)."""
@@ -59,6 +64,7 @@ class CallTotals:
             self.calls.copy(),
             {tool: list(counts) for tool, counts in self.buckets.copy().items()},
             self.seconds.copy(),
+            self.refusals.copy(),
         )
 
 
@@ -83,11 +89,18 @@ class Gauges:
 
 
 class ServerMetrics(Collector):
-    """This process's metrics: call totals, fed by the call log, and the gauges."""
+    """This process's metrics: call totals, fed by the call log, the refusals (read from
+    ``refusals`` when scraped) and the gauges."""
 
-    def __init__(self, gauges: Gauges, is_tool: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        gauges: Gauges,
+        is_tool: Callable[[str], bool],
+        refusals: Callable[[], dict[str, int]] = dict[str, int],
+    ) -> None:
         self.gauges = gauges
         self._is_tool = is_tool
+        self._refusals = refusals
         self._totals = CallTotals()
 
     def count(self, calls: Iterable[tuple[str, str, float]]) -> None:
@@ -108,7 +121,9 @@ class ServerMetrics(Collector):
         return tool if known else UNKNOWN_TOOL
 
     def totals(self) -> CallTotals:
-        return self._totals.copy()
+        totals = self._totals.copy()
+        totals.refusals = self._refusals()
+        return totals
 
     def collect(self) -> Iterator[Metric]:
         yield from families(self.totals(), self.gauges.read())
@@ -137,6 +152,14 @@ def families(totals: CallTotals, gauges: dict[str, int]) -> Iterator[Metric]:
             cumulative.append((bound, running))
         durations.add_metric([tool], cumulative, totals.seconds.get(tool, 0.0))
     yield durations
+    refusals = CounterMetricFamily(
+        "llmworker_refusals",
+        "Requests refused before anything ran (see the audit log), by reason",
+        labels=["reason"],
+    )
+    for reason, count in sorted(totals.refusals.items()):
+        refusals.add_metric([reason], count)
+    yield refusals
     for name, help_text in _GAUGES.items():
         yield GaugeMetricFamily(f"llmworker_{name}", help_text, value=gauges.get(name, 0))
 

@@ -38,6 +38,7 @@ def _encode(totals: CallTotals, gauges: dict[str, int]) -> str:
             "calls": [[tool, status, count] for (tool, status), count in totals.calls.items()],
             "buckets": totals.buckets,
             "seconds": totals.seconds,
+            "refusals": totals.refusals,
             "gauges": gauges,
         }
     )
@@ -48,8 +49,9 @@ def _decode(text: str) -> tuple[CallTotals, dict[str, int]]:
     calls = {(str(tool), str(status)): int(count) for tool, status, count in data["calls"]}
     buckets = {str(tool): [int(n) for n in counts] for tool, counts in data["buckets"].items()}
     seconds = {str(tool): float(total) for tool, total in data["seconds"].items()}
+    refusals = {str(reason): int(count) for reason, count in data.get("refusals", {}).items()}
     gauges = {str(name): int(value) for name, value in data["gauges"].items()}
-    return CallTotals(calls, buckets, seconds), gauges
+    return CallTotals(calls, buckets, seconds, refusals), gauges
 
 
 class SnapshotWriter:

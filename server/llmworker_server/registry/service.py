@@ -28,6 +28,7 @@ from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
 from ..errors import RegistryFullError, RegistryLockedError
+from ..rpc.audit import CURRENT_CALLER
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     Context,
@@ -107,6 +108,7 @@ class RegistryService:
         identity = self._check.identify(context)
         if isinstance(identity, ErrorStatus):
             await abort(context, identity)
+        CURRENT_CALLER.set(identity.label)
         return identity
 
     async def register_tool(

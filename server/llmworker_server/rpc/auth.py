@@ -24,6 +24,7 @@ from typing import Final, TypeVar
 from llmworker._wire import ErrorStatus, Reason, printable, shorten
 
 from ..errors import AuthTokensError
+from .audit import CURRENT_CALLER, CURRENT_RPC
 from .handlers import Context, abort
 from .token_file import DigestTable, EntryReader, Globs, bearer, client_subjects, read_entries
 
@@ -164,28 +165,33 @@ class CallerCheck:
         return caller
 
     def first(
-        self, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]]
+        self, behavior: Callable[[RequestT, Context], Awaitable[ResponseT]], method: str
     ) -> Callable[[RequestT, Context], Awaitable[ResponseT]]:
-        """``behavior`` behind the caller check: an unknown caller is refused UNAUTHENTICATED
-        before anything reads its request (its size, its fields, its resume token)."""
+        """``behavior`` (the RPC ``method``) behind the caller check: an unknown caller is
+        refused UNAUTHENTICATED before anything reads its request (its size, its fields, its
+        resume token)."""
 
         async def authenticated(request: RequestT, context: Context) -> ResponseT:
             caller = self._tokens.caller(context)
             if isinstance(caller, ErrorStatus):
+                CURRENT_RPC.set(method)
                 await abort(context, caller)
+            CURRENT_CALLER.set(caller.label)
             return await behavior(request, context)
 
         return authenticated
 
     def first_stream(
-        self, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]]
+        self, behavior: Callable[[RequestT, Context], AsyncIterator[ResponseT]], method: str
     ) -> Callable[[RequestT, Context], AsyncIterator[ResponseT]]:
         """``first`` for a server-streaming RPC."""
 
         async def authenticated(request: RequestT, context: Context) -> AsyncIterator[ResponseT]:
             caller = self._tokens.caller(context)
             if isinstance(caller, ErrorStatus):
+                CURRENT_RPC.set(method)
                 await abort(context, caller)
+            CURRENT_CALLER.set(caller.label)
             async for response in behavior(request, context):
                 yield response
 

@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 
 from llmworker._wire import ErrorStatus, Reason
 
+from .audit import AUDIT, CURRENT_RPC, REFUSALS
 from .drain import DrainGate
 from .failure_log import FailureLog
 
@@ -65,7 +66,9 @@ def _lenient(parse: Callable[[bytes], RequestT]) -> Callable[[bytes], RequestT |
 
 
 async def abort(context: Context, status: ErrorStatus) -> NoReturn:
-    """End the call with ``status`` and its ErrorInfo."""
+    """End the call with ``status`` and its ErrorInfo (a refusal goes to the audit trail)."""
+    if status.reason in REFUSALS:
+        AUDIT.refused(status)
     await context.abort(status.code, status.message, status.trailing_metadata())
 
 
@@ -98,6 +101,7 @@ def guarded(
     While ``gate`` drains, a call waits at it first."""
 
     async def handle(request: RequestT, context: Context) -> ResponseT:
+        CURRENT_RPC.set(method)
         if gate is not None and gate.closed and not await gate.hold():
             await abort(context, SHUTTING_DOWN)
         try:
@@ -122,6 +126,7 @@ def guarded_stream(
     the messages it sent, ends the stream with INTERNAL / TOOL_INTERNAL."""
 
     async def handle(request: RequestT, context: Context) -> AsyncIterator[ResponseT]:
+        CURRENT_RPC.set(method)
         try:
             async for message in behavior(request, context):
                 yield message

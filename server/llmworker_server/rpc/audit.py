@@ -1,0 +1,107 @@
+"""The audit trail: every request the server refused before running anything (no token, a
+forbidden tool, a full server, a malformed request…), logged and counted, and every
+approval decision, logged.
+
+Refusals never reach the call log, so they are logged here, under ``llmworker.server.audit``
+at INFO, with the RPC, the reason, the tool and the caller's label when known (never a
+token), and counted by reason for ``llmworker_refusals_total``. A flood of refusals must not
+flood the log: each reason gets ``burst`` lines per ``window`` seconds, and the next line let
+through says how many were left out; the counts miss none.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from typing import Final
+
+from llmworker._wire import ErrorStatus, Reason, printable
+
+__all__ = ["AUDIT", "CURRENT_CALLER", "CURRENT_RPC", "REFUSALS", "Audit"]
+
+_log = logging.getLogger("llmworker.server.audit")
+
+REFUSALS: Final = frozenset(
+    reason.value
+    for reason in (
+        Reason.UNAUTHENTICATED,
+        Reason.TOOL_FORBIDDEN,
+        Reason.RESUME_FORBIDDEN,
+        Reason.PROVIDER_FORBIDDEN,
+        Reason.CONCURRENCY_LIMIT,
+        Reason.SHUTTING_DOWN,
+        Reason.INVALID_REQUEST,
+        Reason.RESUME_TOKEN_UNKNOWN,
+        Reason.BATCH_PAUSED_ELSEWHERE,
+        Reason.PAUSED_BATCHES_FULL,
+        Reason.REGISTRY_LOCKED,
+        Reason.REGISTRY_FULL,
+        Reason.DUPLICATE_NAME,
+        Reason.DEFINITION_FORMAT_UNSUPPORTED,
+    )
+)
+"""The reasons that refuse a request before anything runs (a call's own failures are in the
+call log instead)."""
+
+CURRENT_RPC: Final = contextvars.ContextVar[str]("llmworker_rpc", default="")
+"""The RPC the running handler serves (each RPC runs in its own task)."""
+CURRENT_CALLER: Final = contextvars.ContextVar[str]("llmworker_caller", default="")
+"""The label of the caller (or provider identity) once it is known."""
+
+
+class Audit:
+    """Refusals, logged (rate-limited per reason) and counted; decisions, logged."""
+
+    def __init__(self, burst: int = 20, window: float = 10.0) -> None:
+        self.burst = burst
+        """Lines logged per reason per ``window`` seconds."""
+        self._window = window
+        self._counts: dict[str, int] = {}
+        self._by_reason: dict[str, tuple[float, int, int]] = {}  # window start, logged, left
+
+    def counts(self) -> dict[str, int]:
+        """Refusals so far by reason (a copy, safe to read from another thread)."""
+        return self._counts.copy()
+
+    def refused(self, status: ErrorStatus) -> None:
+        """Count and (within the rate) log the refusal ``status`` of the running RPC."""
+        reason = status.reason
+        self._counts[reason] = self._counts.get(reason, 0) + 1
+        now = time.monotonic()
+        started, logged, left_out = self._by_reason.get(reason, (now, 0, 0))
+        if now - started >= self._window:
+            started, logged = now, 0
+        if logged >= self.burst:
+            self._by_reason[reason] = (started, logged, left_out + 1)
+            return
+        self._by_reason[reason] = (started, logged + 1, 0)
+        if not _log.isEnabledFor(logging.INFO):
+            return
+        fields = [f"rpc={CURRENT_RPC.get() or '-'}", f"reason={reason}"]
+        tool = status.metadata.get("tool")
+        if tool:
+            fields.append(f"tool={printable(tool, 64)}")
+        caller = CURRENT_CALLER.get()
+        if caller:
+            fields.append(f"caller={caller}")
+        more = f" ({left_out} more {reason} refusals were not logged)" if left_out else ""
+        _log.info("refused %s%s", " ".join(fields), more)
+
+    def decided(self, batch: str, call_id: str, tool: str, decision: str, owner: str) -> None:
+        """Log one approval decision: who decided (the running RPC's caller), on which call
+        of whose batch, and what (approve, deny or edit); the log line says when."""
+        caller = CURRENT_CALLER.get() or "-"
+        _log.info(
+            "decision %s batch=%s call_id=%s tool=%s by=%s owner=%s",
+            decision,
+            batch,
+            printable(call_id, 64),
+            printable(tool, 64),
+            caller,
+            owner or "-",
+        )
+
+
+AUDIT: Final = Audit()
+"""The process's audit trail (one server per process; tests read its counts as deltas)."""
