@@ -1,15 +1,17 @@
 // Command interop exercises the llmworker gRPC contract from Go.
 //
-//	interop client   -target HOST:PORT -fingerprint HEX
-//	interop provider -registry TARGET[,TARGET...] -token TOKEN [-port N] [-renew DURATION]
-//	interop agent    -target HOST:PORT
-//	interop formats  -target HOST:PORT -expect DIR
-//	interop stream   -target HOST:PORT
-//	interop watch    -target HOST:PORT -registry unix:///path.sock -token TOKEN
-//	interop tls      -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
-//	interop auth     -target HOST:PORT -token TOKEN -tools a,b,c -forbidden TOOL
-//	interop balance  -target ipv4:HOST:P1,HOST:P2,... [-seconds 4] [-concurrency 8]
-//	interop burst    -target HOST:PORT [-slow 4] [-burst 300]
+//	interop client    -target HOST:PORT -fingerprint HEX
+//	interop provider  -registry TARGET[,TARGET...] -token TOKEN [-port N] [-renew DURATION]
+//	interop agent     -target HOST:PORT
+//	interop formats   -target HOST:PORT -expect DIR
+//	interop stream    -target HOST:PORT
+//	interop watch     -target HOST:PORT -registry unix:///path.sock -token TOKEN
+//	interop tls       -target HOST:PORT -ca FILE [-cert FILE -key FILE] [-expect ok|refused|plaintext-refused]
+//	interop auth      -target HOST:PORT -token TOKEN -tools a,b,c -forbidden TOOL
+//	interop balance   -target ipv4:HOST:P1,HOST:P2,... [-seconds 4] [-concurrency 8]
+//	interop burst     -target HOST:PORT [-slow 4] [-burst 300]
+//	interop identity  -registry TARGET -alpha TOKEN -bravo TOKEN
+//	interop approvals -target HOST:PORT -owner TOKEN -other TOKEN -approver TOKEN
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -35,6 +37,16 @@
 // The burst holds -slow countdowns on one connection, then fires -burst echo calls at once on
 // it: every answer must be OK or RESOURCE_EXHAUSTED / CONCURRENCY_LIMIT (admission), none gRPC's
 // own stream refusal (a bare UNAVAILABLE); it prints the answers counted, then the OK line.
+// The identity checks the provider identities of a server's internal ToolRegistry
+// (--provider-tokens), serving the Go tools with GetTool on 127.0.0.1: alpha's token may
+// register "go_*" at "127.0.0.1:*" and may not lock, bravo's anything anywhere. The owner
+// registers and unregisters; another identity can neither take a tool over nor unregister it,
+// and a tool or a target outside the globs (before anything dials it), a definition other than
+// the served one, LockRegistry without may_lock and no token are refused.
+// The approvals checks caller-bound approvals on the demo tools with --auth-tokens: a batch
+// the owner's token paused cannot be resumed by the other token (RESUME_FORBIDDEN), which
+// consumes nothing, so the owner resumes it; the approver's token ("approves" globs) resumes
+// another of the owner's batches.
 package main
 
 import (
@@ -45,7 +57,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -128,8 +140,31 @@ func main() {
 		burst := flags.Int("burst", 300, "echo calls to fire at once on the same connection")
 		_ = flags.Parse(os.Args[2:])
 		err = runBurst(*target, *slow, *burst)
+	case "identity":
+		flags := flag.NewFlagSet("identity", flag.ExitOnError)
+		registry := flags.String("registry", "", "internal ToolRegistry target of a server with --provider-tokens")
+		alpha := flags.String("alpha", "", `token of the identity with tools ["go_*"] and targets ["127.0.0.1:*"], without may_lock`)
+		bravo := flags.String("bravo", "", `token of another identity, with tools ["*"] and targets ["*"]`)
+		_ = flags.Parse(os.Args[2:])
+		if *registry == "" || *alpha == "" || *bravo == "" {
+			fmt.Fprintln(os.Stderr, "usage: interop identity: -registry, -alpha and -bravo are required")
+			os.Exit(2)
+		}
+		err = runIdentity(*registry, *alpha, *bravo)
+	case "approvals":
+		flags := flag.NewFlagSet("approvals", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools and --auth-tokens")
+		owner := flags.String("owner", "", "caller token that pauses the batches")
+		other := flags.String("other", "", "caller token of another label, without approves")
+		approver := flags.String("approver", "", `caller token of a third label whose "approves" globs match echo and kv_delete, e.g. ["*"]`)
+		_ = flags.Parse(os.Args[2:])
+		if *owner == "" || *other == "" || *approver == "" {
+			fmt.Fprintln(os.Stderr, "usage: interop approvals: -owner, -other and -approver are required")
+			os.Exit(2)
+		}
+		err = runApprovals(*target, *owner, *other, *approver)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance or burst", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity or approvals", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
