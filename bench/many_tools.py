@@ -27,7 +27,7 @@ def _method(index: int) -> Callable[[object, str, int], Coroutine[object, object
     return method
 
 
-def build_class(count: int) -> type:
+def build_class(count: int) -> type[object]:
     """A @tool_registry class with ``count`` tools, decorated as user code would be."""
     namespace: dict[str, object] = {"__module__": __name__, "__qualname__": "ManyTools"}
     for index in range(count):

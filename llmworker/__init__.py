@@ -21,7 +21,19 @@ from ._authoring.decorators import (
     tool_registry,
 )
 from ._authoring.schema import SchemaStyle
-from ._formats.adapters import tool_calls_from, tool_results_message
+from ._formats.adapters import (
+    AnthropicToolResultBlock,
+    AnthropicToolResultsMessage,
+    GeminiFunctionResponse,
+    GeminiFunctionResponsePart,
+    GeminiFunctionResult,
+    GeminiToolResultsContent,
+    OpenAIChatToolMessage,
+    OpenAIResponsesFunctionCallOutput,
+    ToolResultsMessage,
+    tool_calls_from,
+    tool_results_message,
+)
 from ._formats.definition_formats import DefinitionFormat, FormattedDefinitions
 from ._model.calls import CallMetadata, ToolCall, ToolResult
 from ._model.decisions import Approve, ApproveWithInput, Decision, Deny
@@ -36,7 +48,7 @@ from ._model.errors import (
     WorkerStateError,
 )
 from ._model.json_values import JsonObject, JsonValue, canonical_json
-from ._model.outcomes import BatchOutcome, Completed, Paused, ToolCallPaused
+from ._model.outcomes import BatchOutcome, Completed, Paused, RemotePaused, ToolCallPaused
 from ._model.tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._model.tool_meta import ToolAnnotations, ToolMeta
 from ._runtime.context import ToolContext, current_call
@@ -90,6 +102,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Abort",
+    "AnthropicToolResultBlock",
+    "AnthropicToolResultsMessage",
     "Approve",
     "ApproveWithInput",
     "BatchOutcome",
@@ -103,10 +117,16 @@ __all__ = [
     "DefinitionsSnapshot",
     "Deny",
     "FormattedDefinitions",
+    "GeminiFunctionResponse",
+    "GeminiFunctionResponsePart",
+    "GeminiFunctionResult",
+    "GeminiToolResultsContent",
     "JsonObject",
     "JsonValue",
     "Locked",
     "Mutable",
+    "OpenAIChatToolMessage",
+    "OpenAIResponsesFunctionCallOutput",
     "OutputChunk",
     "Pause",
     "Paused",
@@ -116,6 +136,7 @@ __all__ = [
     "PreToolCallHook",
     "PreToolCallOutcome",
     "Progress",
+    "RemotePaused",
     "RemoteServiceError",
     "RemoteTool",
     "RemoteToolServerHandle",
@@ -140,6 +161,7 @@ __all__ = [
     "ToolRegistryClient",
     "ToolRegistryError",
     "ToolResult",
+    "ToolResultsMessage",
     "ToolServer",
     "ToolServerError",
     "ToolServerHandle",

@@ -8,7 +8,8 @@ Enable it in your mypy configuration::
 For each ``@tool`` method ``get_user`` of a ``@tool_registry`` class, mypy then knows
 ``get_user_definition(self) -> ToolFactory`` and the class attributes ``GetUserArgs``
 (``type[pydantic.BaseModel]``) and ``ToolGetUser`` (``type[Tool]``); a misspelt name stays an
-error. Pyright has no plugins: there, use ``app.get_user.definition()``, typed everywhere.
+error, and so does ``tool_definitions(MyApp)`` (the class, not an instance). Pyright has no
+plugins: there, use ``app.get_user.definition()``, typed everywhere.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from mypy.errorcodes import ARG_TYPE
 from mypy.nodes import CallExpr, Decorator, Expression, RefExpr
-from mypy.plugin import ClassDefContext, Plugin
+from mypy.plugin import ClassDefContext, FunctionContext, Plugin
 from mypy.plugins.common import add_attribute_to_class, add_method_to_class
-from mypy.types import TypeType
+from mypy.types import FunctionLike, Instance, ProperType, Type, TypeType, get_proper_type
 
 __all__ = ["plugin"]
 
 _REGISTRY: Final = "llmworker._authoring.decorators.tool_registry"
 _TOOL: Final = "llmworker._authoring.decorators.tool"
+_TOOL_DEFINITIONS: Final = "llmworker._authoring.decorators.tool_definitions"
 _TOOL_FACTORY: Final = "llmworker._model.tool.ToolFactory"
 _TOOL_PROTOCOL: Final = "llmworker._model.tool.Tool"
 _BASE_MODEL: Final = "pydantic.main.BaseModel"
@@ -64,13 +67,45 @@ def _add_generated_members(ctx: ClassDefContext) -> bool:
     return True
 
 
-class LlmworkerPlugin(Plugin):
-    """Hooks ``@tool_registry`` classes."""
+def _refuse_a_class(ctx: FunctionContext) -> Type:
+    """Report ``tool_definitions(MyApp)``: the tools are bound to an instance."""
+    for argument in (argument for arguments in ctx.arg_types for argument in arguments):
+        name = _class_name(get_proper_type(argument))
+        if name is not None:
+            fix = f"pass {name}()" if name else "pass an instance"
+            ctx.api.fail(
+                f"tool_definitions takes an instance, not a class; {fix}",
+                ctx.context,
+                code=ARG_TYPE,
+            )
+    return ctx.default_return_type
+
+
+def _class_name(argument: ProperType) -> str | None:
+    """The class's name when ``argument`` is a class object ("" when it is not known), else
+    None."""
+    if isinstance(argument, FunctionLike) and argument.is_type_obj():
+        return argument.type_object().name
+    if isinstance(argument, TypeType):
+        item = get_proper_type(argument.item)
+        return item.type.name if isinstance(item, Instance) else ""
+    if isinstance(argument, Instance) and argument.type.fullname == "builtins.type":
+        return ""
+    return None
+
+
+# Private (underscored) so that pyright --verifytypes leaves it out of the public API: without
+# mypy installed its base class is unknown. `__all__` would not do: it hides imports only.
+class _LlmworkerPlugin(Plugin):
+    """Hooks ``@tool_registry`` classes and ``tool_definitions`` calls."""
 
     def get_class_decorator_hook_2(self, fullname: str) -> Callable[[ClassDefContext], bool] | None:
         return _add_generated_members if fullname == _REGISTRY else None
 
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        return _refuse_a_class if fullname == _TOOL_DEFINITIONS else None
+
 
 def plugin(version: str) -> type[Plugin]:
     """The entry point mypy calls."""
-    return LlmworkerPlugin
+    return _LlmworkerPlugin

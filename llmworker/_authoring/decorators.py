@@ -24,6 +24,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, final, overloa
 
 import pydantic
 from pydantic.fields import FieldInfo
+from typing_extensions import deprecated
 
 from .._model.tool import ToolFactory
 from .._model.tool_meta import ToolAnnotations, ToolMeta
@@ -147,11 +148,27 @@ class BoundToolMethod(Generic[P, R]):
         return f"<bound tool method {self._method.function.__qualname__} of {self.__self__!r}>"
 
 
+# The tools are bound to an instance, so a class is always a mistake: pyright strict reports
+# this overload as deprecated, the llmworker.mypy plugin as an error.
+@overload
+@deprecated(
+    "tool_definitions takes an instance, not the class: tool_definitions(MyApp()); "
+    "an instance typed Any matches this too, so give it a type"
+)
+def tool_definitions(app: type[object]) -> list[ToolFactory]: ...
+@overload
+def tool_definitions(app: object) -> list[ToolFactory]: ...
 def tool_definitions(app: object) -> list[ToolFactory]:
     """The ToolDefinitions of every ``@tool`` method of ``app`` (inherited ones too), by name.
 
-    ``TypeError`` when ``app``'s class has no ``@tool`` methods.
+    ``TypeError`` when ``app`` is a class (pass an instance) or its class has no ``@tool``
+    methods.
     """
+    if isinstance(app, type):
+        raise TypeError(
+            f"tool_definitions takes an instance, not the class {app.__qualname__}; "
+            f"pass {app.__name__}()"
+        )
     methods: dict[str, ToolMethod[Any, ..., Any]] = {}
     for klass in reversed(type(app).__mro__):
         for value in vars(klass).values():

@@ -1,5 +1,5 @@
 """Batches over gRPC, as library values: CallTools and ResumeBatch messages to and from
-``ToolCall``, ``ToolResult``, ``Completed`` and ``Paused``."""
+``ToolCall``, ``ToolResult``, ``Completed`` and ``RemotePaused``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .._model.errors import (
     ToolServerError,
 )
 from .._model.json_values import JsonObject
-from .._model.outcomes import BatchOutcome, Completed, Paused
+from .._model.outcomes import Completed, RemotePaused
 from .._wire.status import (
     ABORT_CALL_KEY,
     ABORT_REASON_KEY,
@@ -79,7 +79,7 @@ def resume_request(token: str, decisions: Mapping[str, Decision]) -> pb.ResumeBa
     return pb.ResumeBatchRequest(resume_token=token, decisions=messages)
 
 
-def outcome_of(response: pb.CallToolsResponse) -> BatchOutcome:
+def outcome_of(response: pb.CallToolsResponse) -> Completed | RemotePaused:
     """The outcome a CallTools or ResumeBatch response carries."""
     if response.WhichOneof("outcome") != "paused":
         return Completed([_result(message) for message in response.completed.results])
@@ -89,7 +89,7 @@ def outcome_of(response: pb.CallToolsResponse) -> BatchOutcome:
     )
     by_id = {call.id: call for call in pending}
     first = by_id.get(paused.paused_call_id) or (pending[0] if pending else ToolCall("", "", ""))
-    return Paused(
+    return RemotePaused(
         ResumeToken(paused.resume_token),
         pending_calls=pending,
         results=tuple(_result(message) for message in paused.results),

@@ -24,7 +24,7 @@ import grpc.aio
 from .._model.calls import ToolCall
 from .._model.decisions import Decision
 from .._model.errors import RemoteServiceError
-from .._model.outcomes import BatchOutcome, Paused
+from .._model.outcomes import Completed, RemotePaused
 from .._model.tool import Tool
 from .._model.tool_meta import ToolMeta
 from .._runtime.streaming import StreamEvent
@@ -218,19 +218,20 @@ class RemoteToolServerHandle(RemoteHandleBase, ChannelOwner):
             raise_failure(rpc_error)
         return response.output
 
-    async def call_tools(self, calls: Sequence[ToolCall]) -> BatchOutcome:
+    async def call_tools(self, calls: Sequence[ToolCall]) -> Completed | RemotePaused:
         """Run a batch on the server (CallTools), as ``Worker.call_tools`` runs one: the
         server's hooks and approvals apply, and its timeouts (the calls' own ``deadline`` and
-        ``timeout`` stay here: the RPC has the handle's ``call_timeout``). A ``Paused``
+        ``timeout`` stay here: the RPC has the handle's ``call_timeout``). A ``RemotePaused``
         outcome holds the server's resume token; a hook's ``Abort`` raises
         ``ToolBatchAborted``."""
         request = calls_request(calls)
         return await self._batch(self._call_tools(request, timeout=self._call_timeout))
 
     async def resume(
-        self, paused: Paused, decisions: Mapping[str, Decision] | None = None
-    ) -> BatchOutcome:
-        """Go on with a batch this server paused (ResumeBatch), as ``Worker.resume``."""
+        self, paused: RemotePaused, decisions: Mapping[str, Decision] | None = None
+    ) -> Completed | RemotePaused:
+        """Go on with a batch this server paused (ResumeBatch), as ``Worker.resume``; an
+        in-process ``Paused`` is refused (``WorkerError``; type checkers refuse it too)."""
         decisions = decisions or {}
         token = paused.take(ResumeToken, decisions)
         request = resume_request(token.token, decisions)
@@ -241,7 +242,7 @@ class RemoteToolServerHandle(RemoteHandleBase, ChannelOwner):
                 paused.give_back(token)
             raise
 
-    async def _batch(self, answer: Awaitable[pb.CallToolsResponse]) -> BatchOutcome:
+    async def _batch(self, answer: Awaitable[pb.CallToolsResponse]) -> Completed | RemotePaused:
         try:
             response = await answer
         except grpc.aio.AioRpcError as rpc_error:

@@ -8,6 +8,9 @@ No provider SDK is needed: model output is the JSON (text, or parsed) the API re
 OpenAI Chat takes the assistant message or its ``tool_calls``; Responses the ``output``
 items (or the response); Anthropic the assistant message or its ``content`` blocks; Gemini a
 candidate's ``content``, its ``parts``, or the response (its first candidate).
+
+The results message is typed per format (a TypedDict for each provider's shape), so it goes
+into a conversation held as ``list[Mapping[str, object]]`` or ``list[object]``.
 """
 
 from __future__ import annotations
@@ -15,20 +18,104 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Literal, NotRequired, TypeAlias, cast, overload
+
+from typing_extensions import TypedDict
 
 from .._model.calls import ToolCall, ToolResult
 from .._model.json_values import JsonValue, canonical_json
 from .._model.text import shorten
 from .definition_formats import DefinitionFormat
 
-__all__ = ["tool_calls_from", "tool_results_message"]
+__all__ = [
+    "AnthropicToolResultBlock",
+    "AnthropicToolResultsMessage",
+    "GeminiFunctionResponse",
+    "GeminiFunctionResponsePart",
+    "GeminiFunctionResult",
+    "GeminiToolResultsContent",
+    "OpenAIChatToolMessage",
+    "OpenAIResponsesFunctionCallOutput",
+    "ToolResultsMessage",
+    "tool_calls_from",
+    "tool_results_message",
+]
 
 _OPENAI_CHAT = (DefinitionFormat.OPENAI_CHAT, DefinitionFormat.OPENAI_CHAT_STRICT)
 _OPENAI_RESPONSES = (DefinitionFormat.OPENAI_RESPONSES, DefinitionFormat.OPENAI_RESPONSES_STRICT)
 _ANTHROPIC = (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
 _GEMINI_CALL_KEYS = ("functionCall", "function_call")  # JSON, and the SDK's to_json_dict()
 _DERIVED_ID = re.compile(r"gemini-[0-9]+-.+", re.DOTALL)
+
+
+class OpenAIChatToolMessage(TypedDict):
+    """An OpenAI Chat ``tool`` message: the result of one call."""
+
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+class OpenAIResponsesFunctionCallOutput(TypedDict):
+    """An OpenAI Responses ``function_call_output`` input item: the result of one call."""
+
+    type: Literal["function_call_output"]
+    call_id: str
+    output: str
+
+
+class AnthropicToolResultBlock(TypedDict):
+    """An Anthropic ``tool_result`` content block: the result of one call."""
+
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str
+    is_error: NotRequired[bool]
+
+
+class AnthropicToolResultsMessage(TypedDict):
+    """The Anthropic user message answering a turn's ``tool_use`` blocks."""
+
+    role: Literal["user"]
+    content: list[AnthropicToolResultBlock]
+
+
+class GeminiFunctionResult(TypedDict, total=False):
+    """A Gemini ``functionResponse.response``: ``output`` (the result) or ``error``, never
+    both."""
+
+    output: JsonValue
+    error: str
+
+
+class GeminiFunctionResponse(TypedDict):
+    """A Gemini ``functionResponse``: by tool name, with the model's call id if it gave one."""
+
+    name: str
+    response: GeminiFunctionResult
+    id: NotRequired[str]
+
+
+class GeminiFunctionResponsePart(TypedDict):
+    """A Gemini part holding one ``functionResponse``."""
+
+    functionResponse: GeminiFunctionResponse
+
+
+class GeminiToolResultsContent(TypedDict):
+    """The Gemini user content answering a turn's ``functionCall`` parts."""
+
+    role: Literal["user"]
+    parts: list[GeminiFunctionResponsePart]
+
+
+ToolResultsMessage: TypeAlias = (
+    list[OpenAIChatToolMessage]
+    | list[OpenAIResponsesFunctionCallOutput]
+    | AnthropicToolResultsMessage
+    | GeminiToolResultsContent
+)
+"""What ``tool_results_message`` gives for a format known only at run time."""
 
 
 class _Reader:
@@ -176,43 +263,72 @@ def _derived_id(index: int, name: str) -> str:
     return f"gemini-{index}-{name}"
 
 
+@overload
+def tool_results_message(
+    form: Literal[DefinitionFormat.OPENAI_CHAT, DefinitionFormat.OPENAI_CHAT_STRICT],
+    results: Sequence[ToolResult],
+    calls: Sequence[ToolCall] = (),
+) -> list[OpenAIChatToolMessage]: ...
+@overload
+def tool_results_message(
+    form: Literal[DefinitionFormat.OPENAI_RESPONSES, DefinitionFormat.OPENAI_RESPONSES_STRICT],
+    results: Sequence[ToolResult],
+    calls: Sequence[ToolCall] = (),
+) -> list[OpenAIResponsesFunctionCallOutput]: ...
+@overload
+def tool_results_message(
+    form: Literal[DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT],
+    results: Sequence[ToolResult],
+    calls: Sequence[ToolCall] = (),
+) -> AnthropicToolResultsMessage: ...
+@overload
+def tool_results_message(
+    form: Literal[DefinitionFormat.GEMINI], results: Sequence[ToolResult], calls: Sequence[ToolCall]
+) -> GeminiToolResultsContent: ...
+@overload
+def tool_results_message(
+    form: DefinitionFormat, results: Sequence[ToolResult], calls: Sequence[ToolCall]
+) -> ToolResultsMessage: ...
 def tool_results_message(
     form: DefinitionFormat,
     results: Sequence[ToolResult],
     calls: Sequence[ToolCall] = (),
-) -> JsonValue:
+) -> ToolResultsMessage:
     """What to append to the conversation for ``results``: OpenAI Chat ``tool`` messages,
     Responses ``function_call_output`` items, one Anthropic user message of ``tool_result``
     blocks, or one Gemini user content of ``functionResponse`` parts (Gemini answers by
-    tool name: pass the ``calls`` the results answer)."""
+    tool name: pass the ``calls`` the results answer, for Gemini and for a format known only
+    at run time)."""
     if form in _OPENAI_CHAT:
         return [
-            {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+            OpenAIChatToolMessage(role="tool", tool_call_id=result.call_id, content=result.content)
             for result in results
         ]
     if form in _OPENAI_RESPONSES:
         return [
-            {"type": "function_call_output", "call_id": result.call_id, "output": result.content}
+            OpenAIResponsesFunctionCallOutput(
+                type="function_call_output", call_id=result.call_id, output=result.content
+            )
             for result in results
         ]
     if form in _ANTHROPIC:
-        blocks: list[JsonValue] = []
+        blocks: list[AnthropicToolResultBlock] = []
         for result in results:
-            block: dict[str, JsonValue] = {
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": result.content,
-            }
+            block = AnthropicToolResultBlock(
+                type="tool_result", tool_use_id=result.call_id, content=result.content
+            )
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)
-        return {"role": "user", "content": blocks}
-    return {"role": "user", "parts": _gemini_parts(results, calls)}
+        return AnthropicToolResultsMessage(role="user", content=blocks)
+    return GeminiToolResultsContent(role="user", parts=_gemini_parts(results, calls))
 
 
-def _gemini_parts(results: Sequence[ToolResult], calls: Sequence[ToolCall]) -> list[JsonValue]:
+def _gemini_parts(
+    results: Sequence[ToolResult], calls: Sequence[ToolCall]
+) -> list[GeminiFunctionResponsePart]:
     names = {call.id: call.name for call in calls}
-    parts: list[JsonValue] = []
+    parts: list[GeminiFunctionResponsePart] = []
     for result in results:
         name = names.get(result.call_id)
         if name is None:
@@ -221,15 +337,15 @@ def _gemini_parts(results: Sequence[ToolResult], calls: Sequence[ToolCall]) -> l
                 "passed; Gemini answers a call by its tool name, so pass the calls too"
             )
         # Gemini reads "error" as the failure and "output" as the result: never a bare object
-        response: JsonValue
+        response: GeminiFunctionResult
         if result.is_error:
             response = {"error": result.content}
         elif result.structured is not None:
             response = {"output": result.structured}
         else:
             response = {"output": result.content}
-        answer: dict[str, JsonValue] = {"name": name, "response": response}
+        answer = GeminiFunctionResponse(name=name, response=response)
         if not _DERIVED_ID.fullmatch(result.call_id):
             answer["id"] = result.call_id  # the model's own id, given back to match its call
-        parts.append({"functionResponse": answer})
+        parts.append(GeminiFunctionResponsePart(functionResponse=answer))
     return parts

@@ -1,5 +1,6 @@
 """What a batch comes to: ``Completed`` with every result, or ``Paused`` until a person
-decides (resumed once, on the worker or handle that paused it)."""
+decides (resumed once, on the worker or handle that paused it: a batch a server paused is a
+``RemotePaused``, which only a remote handle's ``resume`` takes)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .decisions import Approve, ApproveWithInput, Decision, Deny
 from .errors import WorkerError
 from .text import shorten
 
-__all__ = ["BatchOutcome", "Completed", "Paused", "ToolCallPaused"]
+__all__ = ["BatchOutcome", "Completed", "Paused", "RemotePaused", "ToolCallPaused"]
 
 _Resumable = TypeVar("_Resumable")
 
@@ -25,7 +26,6 @@ class Completed:
     results: list[ToolResult]
 
 
-@final
 class Paused:
     """A batch stopped before anything executed: tools await approval, or a hook paused.
 
@@ -34,9 +34,10 @@ class Paused:
     ``awaiting_approval`` the ids of calls whose tool requires approval; ``paused_call`` the
     call whose hook paused (or the first awaiting approval); ``reason`` says why. Pass it,
     once, to ``resume`` on the Worker (or remote handle) it came from, with decisions.
-    ``resume_token`` and ``expires_at`` (seconds since the epoch) are set for a batch
-    paused on a server. Pending calls keep their ``deadline``: after a long pause, set it
-    again on them before resuming (a ``timeout`` counts from when the call starts).
+    A batch paused on a server is the subclass ``RemotePaused``, with ``resume_token`` and
+    ``expires_at`` (seconds since the epoch) set. Pending calls keep their ``deadline``:
+    after a long pause, set it again on them before resuming (a ``timeout`` counts from when
+    the call starts).
     """
 
     __slots__ = (
@@ -109,9 +110,18 @@ class Paused:
 
     def __repr__(self) -> str:
         return (
-            f"<Paused: {len(self.pending_calls)} pending, awaiting approval "
+            f"<{type(self).__name__}: {len(self.pending_calls)} pending, awaiting approval "
             f"{list(self.awaiting_approval)!r}, reason {self.reason!r}>"
         )
+
+
+@final
+class RemotePaused(Paused):
+    """A batch a server paused: resume it with the remote handle that returned it. The
+    handle's ``resume`` takes only this type, so type checkers refuse an in-process ``Paused``
+    there (as the run time does)."""
+
+    __slots__ = ()
 
 
 BatchOutcome: TypeAlias = Completed | Paused

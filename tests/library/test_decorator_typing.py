@@ -1,9 +1,13 @@
-"""What type checkers see of decorated tools: mypy with llmworker.mypy, and pyright."""
+"""What type checkers see of decorated tools and ``tool_definitions``: mypy with llmworker.mypy,
+and pyright."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from llmworker import tool, tool_definitions, tool_registry
 from tests.typecheck import mypy_errors, pyright_errors
 
 APP = """\
@@ -102,3 +106,37 @@ def test_pyright_rejects_a_wrong_argument_type(tmp_path: Path) -> None:
         "23: reportArgumentType: Argument of type \"Literal['five']\" cannot be assigned to "
         'parameter "user_id" of type "int" in function "__call__"'
     ]
+
+
+def test_both_checkers_reject_tool_definitions_of_the_class(tmp_path: Path) -> None:
+    source = (
+        APP
+        + """\
+from llmworker import tool_definitions
+
+def made(kind: type[MyApp]) -> MyApp:
+    return kind()
+
+worker.register_tools(tool_definitions(app))
+worker.register_tools(tool_definitions(made(MyApp)))
+worker.register_tool(definition_of(app.get_user))
+worker.register_tools(tool_definitions(MyApp))
+"""
+    )
+    assert mypy_with_plugin(tmp_path, source) == [
+        "25: tool_definitions takes an instance, not a class; pass MyApp()  [arg-type]"
+    ]
+    assert pyright_errors(tmp_path, source) == [
+        '25: reportDeprecated: The function "tool_definitions" is deprecated'
+    ]
+
+
+def test_tool_definitions_of_the_class_says_to_pass_an_instance() -> None:
+    @tool_registry
+    class Lookup:
+        @tool
+        def find(self, key: str) -> str:
+            return key
+
+    with pytest.raises(TypeError, match=r"not the class .*Lookup; pass Lookup\(\)$"):
+        tool_definitions(Lookup)  # type: ignore[arg-type]  # pyright: ignore[reportDeprecated]

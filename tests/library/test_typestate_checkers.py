@@ -1,4 +1,5 @@
-"""The Worker typestate as mypy --strict and pyright strict see it."""
+"""The Worker typestate, and which handle resumes a paused batch, as mypy --strict and pyright
+strict see them."""
 
 from __future__ import annotations
 
@@ -81,4 +82,33 @@ def test_pyright_rejects_registry_changes_on_a_locked_worker(tmp_path: Path) -> 
             (11, "lock", "Locked"),
             (12, "unlock", "Mutable"),
         ]
+    ]
+
+
+REMOTE_RESUME = """\
+from llmworker import Approve, Locked, Paused, RemoteToolServerHandle, ToolCall, Worker
+
+async def remote_flow(handle: RemoteToolServerHandle) -> None:
+    outcome = await handle.call_tools([ToolCall("1", "delete", "{}")])
+    while isinstance(outcome, Paused):
+        outcome = await handle.resume(outcome, {"1": Approve()})
+    print(outcome.results)
+
+async def mixed_up(handle: RemoteToolServerHandle, worker: Worker[Locked]) -> None:
+    outcome = await worker.call_tools([ToolCall("1", "delete", "{}")])
+    if isinstance(outcome, Paused):
+        await handle.resume(outcome, {"1": Approve()})
+"""
+
+
+def test_both_checkers_reject_an_in_process_paused_given_to_a_remote_handle(
+    tmp_path: Path,
+) -> None:
+    assert mypy_errors(tmp_path, REMOTE_RESUME) == [
+        '12: Argument 1 to "resume" of "RemoteToolServerHandle" has incompatible type '
+        '"Paused"; expected "RemotePaused"  [arg-type]'
+    ]
+    assert pyright_errors(tmp_path, REMOTE_RESUME) == [
+        '12: reportArgumentType: Argument of type "Paused" cannot be assigned to parameter '
+        '"paused" of type "RemotePaused" in function "resume"'
     ]

@@ -1,6 +1,7 @@
 """The built wheel, installed into fresh venvs: only namespaced top-level names, runtime
 dependencies only, a server that starts from an empty folder (or one with files that would
-shadow its modules), and a public API that ``pyright --verifytypes`` finds fully typed.
+shadow its modules), and a public API that ``pyright --verifytypes`` finds fully typed, with
+mypy (the plugin's host) installed or not.
 
 ``pip install llmworker`` is the library and its gRPC clients; ``llmworker[server]`` adds
 what only the server needs, and without it the server says so in one line."""
@@ -212,9 +213,13 @@ async def test_workers_cannot_be_shadowed_by_files_in_the_working_directory(
     assert code == 0, server.output
 
 
+@pytest.mark.parametrize("extras", ["library_only", "installed"])
 def test_pyright_finds_the_public_api_fully_typed(
-    installed: InstalledWheel, tmp_path: Path
+    extras: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    """With mypy installed (``[server,mypy]``) and without it (plain): ``llmworker.mypy``
+    imports mypy, and its public names must not depend on it."""
+    installed: InstalledWheel = request.getfixturevalue(extras)
     pyright = Path(sys.executable).parent / "pyright"
     report = subprocess.run(
         [str(pyright), "--verifytypes", "llmworker", "--ignoreexternal"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -17,6 +17,7 @@ from llmworker import (
     Completed,
     Decision,
     DefinitionFormat,
+    JsonValue,
     Paused,
     ToolBatchAborted,
     ToolCall,
@@ -253,7 +254,9 @@ class BatchCalls:
                 calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "")
                          for result in outcome.results]  # fmt: skip
                 appended = tool_results_message(form, outcome.results, calls)
-                completed.results_message_json = canonical_json(appended).decode()
+                completed.results_message_json = canonical_json(
+                    cast("JsonValue", appended)
+                ).decode()
             return pb.CallToolsResponse(completed=completed)
         resumed = isinstance(work, Paused)
         held = self._paused.hold(outcome, names, size, resumed=resumed, form=form, owner=owner)
