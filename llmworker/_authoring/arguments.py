@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import reprlib
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias, cast
@@ -11,6 +10,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from .._model.errors import ToolError
+from .._model.json_numbers import non_finite_value
 from .._model.text import printable, shorten
 
 __all__ = [
@@ -97,25 +97,15 @@ def render_result(value: object) -> str:
             f"the tool returned {type(value).__name__}, which cannot be serialised to JSON "
             f"({error}); return str, a pydantic model, a dataclass or plain JSON data"
         ) from None
-    if b"NaN" in rendered or b"Infinity" in rendered:  # rare: look closer only then
-        _refuse_non_finite(pydantic_core.to_jsonable_python(value), "$")
+    # JSON has no NaN nor infinities (``json.loads`` in most languages refuses them): a
+    # result holding one is the tool's defect, reported rather than sent. ``find``, not
+    # ``in``: bytes' ``in`` first tries its argument as an int, twice as slow.
+    if rendered.find(b"NaN") >= 0 or rendered.find(b"Infinity") >= 0:  # rare: look closer
+        found = non_finite_value(pydantic_core.to_jsonable_python(value))
+        if found is not None:
+            path, number = found
+            raise ToolError.Internal(
+                f"the tool's result has {number} at {shorten(path)}, which JSON cannot "
+                "represent; return null, a string or a finite number there"
+            )
     return rendered.decode()
-
-
-def _refuse_non_finite(value: object, path: str) -> None:
-    """Raise ``ToolError.Internal`` naming the first NaN or infinity in ``value``.
-
-    JSON has neither: ``json.loads`` in most languages rejects ``NaN``/``Infinity``, so a
-    result holding one is a defect of the tool, reported rather than sent.
-    """
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ToolError.Internal(
-            f"the tool's result has {value} at {shorten(path)}, which JSON cannot represent; "
-            "return null, a string or a finite number there"
-        )
-    if isinstance(value, dict):
-        for key, item in cast("dict[str, object]", value).items():
-            _refuse_non_finite(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(cast("list[object]", value)):
-            _refuse_non_finite(item, f"{path}[{index}]")

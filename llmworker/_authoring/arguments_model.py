@@ -88,7 +88,7 @@ class ArgumentsModel:
         try:
             model: type[BaseModel] = pydantic.create_model(
                 self._name,
-                __config__=ConfigDict(extra="forbid"),
+                __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
                 __module__=self._module,
                 **self._fields,
             )
@@ -123,7 +123,10 @@ class ArgumentsModel:
             name: annotation if default is ... else Annotated[annotation, Field(default=default)]
             for name, (annotation, default) in self._fields.items()
         }
-        shape = with_config(extra=extra)(TypedDict(self._name, keywords))  # type: ignore[operator]
+        # ``allow_inf_nan=False``: a float parameter refuses what would reach it as NaN or
+        # infinity (an integer too large, the string "inf"); nested models keep their config.
+        config = ConfigDict(extra=extra, allow_inf_nan=False)
+        shape = with_config(config)(TypedDict(self._name, keywords))  # type: ignore[operator]
         schema = validation_schema(TypeAdapter[Any](shape).core_schema)
         validator: KeywordsValidator = SchemaValidator(schema).validate_json
         return validator

@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import NoReturn, TypeAlias, cast
 
+from .json_numbers import non_finite_value
+
 __all__ = [
     "FrozenJsonArray",
     "FrozenJsonObject",
@@ -136,5 +138,13 @@ _CANONICAL = json.JSONEncoder(
 
 
 def canonical_json(value: JsonValue) -> bytes:
-    """Serialise ``value`` canonically: sorted keys, no whitespace, UTF-8, no NaN."""
-    return _CANONICAL.encode(value).encode()
+    """Serialise ``value`` canonically: sorted keys, no whitespace, UTF-8. ``ValueError``
+    names the path of a NaN or an infinity."""
+    try:
+        return _CANONICAL.encode(value).encode()
+    except ValueError:
+        found = non_finite_value(value)
+        if found is None:
+            raise
+        path, number = found
+        raise ValueError(f"{path}: {number} is not valid JSON; use a finite number") from None

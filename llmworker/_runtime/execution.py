@@ -1,5 +1,6 @@
-"""Executing one call: ``execute_tool`` sets the call's context, arms its timeout, streams
-when asked, and contains every defect a tool can have so none reaches the event loop."""
+"""Executing one call: ``execute_tool`` refuses an input with a number JSON does not have,
+sets the call's context, arms its timeout, streams when asked, and contains every defect a
+tool can have so none reaches the event loop."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 from .._model.errors import ToolError, ToolServerError
-from .._model.text import message_of
+from .._model.json_numbers import non_finite_literal, non_finite_value
+from .._model.text import message_of, shorten
 from .._model.tool import Tool, ToolOutput
 from .context import CURRENT_CALL, ToolContext, stream_progress
 from .deadlines import TimeoutWatchdog, watchdog
@@ -27,6 +29,10 @@ async def execute_tool(
     """Await ``tool.execute`` as the call ``context`` (what ``current_call()`` returns);
     anything but a result or a ``ToolError`` becomes Internal.
 
+    An ``input_json`` holding NaN, Infinity, -Infinity or a number too large for a float
+    (``1e400``) is refused as ``ToolError.InvalidArgument`` naming where, before any tool
+    runs: JSON has none of them. A result holding one is the tool's ``ToolError.Internal``.
+
     A call still running ``timeout`` seconds after it began is cancelled and raises
     ``ToolServerError.ToolTimeout``. A ``ToolServerError`` passes through too: a proxy tool
     raises it when the server that implements the tool cannot be reached. So does a
@@ -36,6 +42,9 @@ async def execute_tool(
     becomes ``ToolError.Internal`` naming the exception type and never reaches the event
     loop, which would stop.
     """
+    refused = non_finite_literal(input_json)
+    if refused is not None:
+        raise ToolError.InvalidArgument(_not_json(*refused))
     # A Tool class may declare ``uses_current_call = False`` in its own body (the classes
     # ``@tool`` generates for methods without a ToolContext parameter do): then
     # ``current_call()`` is not set for it, a measurable part of a call's cost.
@@ -70,7 +79,7 @@ async def execute_tool(
             CURRENT_CALL.reset(token)
     if isinstance(result, str):
         return result
-    return _checked_output(tool, result)
+    return _checked_output(tool, context.tool_name, result)
 
 
 async def _run_streamed(tool: Tool, input_json: str, events: CallEvents) -> str | ToolOutput:
@@ -102,7 +111,17 @@ def _fired(watched: _Watched) -> bool:
     return False
 
 
-def _checked_output(tool: Tool, result: object) -> ToolOutput:
+def _not_json(path: str, literal: str) -> str:
+    """What is wrong with a number in the input, and what to send instead."""
+    where, shown = shorten(path, 200), shorten(literal, 20)
+    if literal in ("NaN", "Infinity", "-Infinity"):
+        problem = f"{literal} is not JSON (JSON numbers are finite)"
+    else:
+        problem = f"{shown} is out of the range of a 64-bit float, which would read it as infinity"
+    return f"{where}: {problem}; send a finite number there, or null or a string"
+
+
+def _checked_output(tool: Tool, name: str, result: object) -> ToolOutput:
     if not isinstance(result, ToolOutput):
         raise ToolError.Internal(
             f"{type(tool).__name__}.execute returned {type(result).__name__}; it must return "
@@ -114,6 +133,13 @@ def _checked_output(tool: Tool, result: object) -> ToolOutput:
         raise ToolError.Internal(
             f"{type(tool).__name__}.execute returned a ToolOutput whose text is not str or "
             "whose structured value is not a JSON object"
+        )
+    found = None if result.structured is None else non_finite_value(result.structured)
+    if found is not None:
+        path, number = found
+        raise ToolError.Internal(
+            f"the structured result of '{shorten(name)}' has {number} at {shorten(path, 200)}, "
+            "which JSON cannot represent; return null, a string or a finite number there"
         )
     return result
 

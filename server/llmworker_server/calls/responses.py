@@ -59,10 +59,11 @@ def _parts(name: str, output: ToolOutput) -> tuple[str, str]:
     try:
         return output.text, canonical_json(output.structured).decode()
     except (TypeError, ValueError) as error:
-        raise tool_internal(
+        failure = tool_internal(
             f"the structured result of '{shorten(name)}' is not JSON ({error}); return a JSON "
             "object"
-        ) from None
+        )
+    raise failure from failure.__cause__  # the cause makes it the tool's internal error
 
 
 def _not_unicode(name: str, error: UnicodeEncodeError) -> ToolServerError:
