@@ -84,8 +84,9 @@ def _shorten(value: object) -> str:
     return text if len(text) <= _MAX_SHOWN_INPUT else text[: _MAX_SHOWN_INPUT - 3] + "..."
 
 
-def render_result(value: object) -> str:
-    """A tool method's return value as text: str as-is, None as "", anything else as JSON."""
+def render_result(value: object, tool: str) -> str:
+    """The return value of the method of ``tool`` as text: str as-is, None as "", anything
+    else as JSON."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -94,7 +95,8 @@ def render_result(value: object) -> str:
         rendered = pydantic_core.to_json(value)
     except pydantic_core.PydanticSerializationError as error:
         raise ToolError.Internal(
-            f"the tool returned {type(value).__name__}, which cannot be serialised to JSON "
+            f"tool '{shorten(tool)}' returned {type(value).__name__}, which cannot be "
+            "serialised to JSON "
             f"({error}); return str, a pydantic model, a dataclass or plain JSON data"
         ) from None
     # JSON has no NaN nor infinities (``json.loads`` in most languages refuses them): a
@@ -105,7 +107,7 @@ def render_result(value: object) -> str:
         if found is not None:
             path, number = found
             raise ToolError.Internal(
-                f"the tool's result has {number} at {shorten(path)}, which JSON cannot "
-                "represent; return null, a string or a finite number there"
+                f"the result of '{shorten(tool)}' has {number} at {shorten(path)}, which JSON "
+                "cannot represent; return null, a string or a finite number there"
             )
     return rendered.decode()

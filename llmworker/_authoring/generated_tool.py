@@ -110,7 +110,9 @@ def generate_tool(
             )
         wrapper = streaming_wrapper_class(owner, function, arguments, pascal, context_parameter)
     else:
-        wrapper = wrapper_class(owner, function, arguments, pascal, context_parameter, structured)
+        wrapper = wrapper_class(
+            owner, function, arguments, pascal, context_parameter, structured, name
+        )
     return GeneratedTool(meta, arguments, wrapper)
 
 

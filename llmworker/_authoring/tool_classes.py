@@ -49,14 +49,14 @@ def _in_thread(function: Callable[..., object], instance: object, values: dict[s
         raise _ThreadCrash(error) from None
 
 
-def _structured_output(result: object) -> ToolOutput:
-    """A structured result as its compact JSON text beside its JSON object."""
-    text = render_result(result)
+def _structured_output(result: object, tool: str) -> ToolOutput:
+    """A structured result of ``tool`` as its compact JSON text beside its JSON object."""
+    text = render_result(result, tool)
     value = pydantic_core.to_jsonable_python(result)
     if not isinstance(value, dict):
         raise ToolError.Internal(
-            f"the tool returned {type(result).__name__}, but its return annotation promises "
-            "a JSON object; return what the annotation says"
+            f"tool '{tool}' returned {type(result).__name__}, but its return annotation "
+            "promises a JSON object; return what the annotation says"
         )
     return ToolOutput(text, typing.cast("dict[str, Any]", value))
 
@@ -68,7 +68,9 @@ def wrapper_class(
     pascal: str,
     context_parameter: str | None,
     structured: bool,
+    name: str,
 ) -> type[Tool]:
+    """The Tool class running ``function`` (the tool ``name``) on one ``owner`` instance."""
     run = _async_body(function) if inspect.iscoroutinefunction(function) else None
 
     class Wrapper:
@@ -94,8 +96,8 @@ def wrapper_class(
             except Exception as error:
                 raise ToolError.ExecutionFailed(message_of(error)) from error
             if structured:
-                return _structured_output(result)
-            return result if isinstance(result, str) else render_result(result)
+                return _structured_output(result, name)
+            return result if isinstance(result, str) else render_result(result, name)
 
     Wrapper.__name__ = f"Tool{pascal}"
     Wrapper.__qualname__ = f"{owner.__qualname__}.Tool{pascal}"

@@ -1,13 +1,15 @@
 """The core schema a tool's arguments are validated with: pydantic's, rewritten so that
 validation follows the JSON Schema the model saw and its cost stays bounded, at every depth.
 
-Two rewrites, applied to the whole schema, nested models included:
+Three rewrites, applied to the whole schema, nested models included:
 
 - every list, tuple, set and dict stops at its first invalid item, so the errors of one input
   are bounded by the schema's shape, not the input's size;
 - ``null`` for a field that has a default selects the default, and ``null`` for a TypedDict
   key that is not required leaves it out, as strict-mode schemas (where every optional field is
-  required and nullable) tell the model.
+  required and nullable) tell the model;
+- a float refuses what it would read as NaN or infinity (an integer too large, the string
+  ``"inf"``) unless its own schema allows them: JSON has neither.
 
 pydantic-core validates a nested model or pydantic dataclass with the validator prebuilt on
 its class, ignoring the schema it is given; so a nested model whose schema the rewrites change
@@ -74,6 +76,8 @@ class _Rewrite:
             copied["schema"] = _before(null_means_default, cast("_Node", copied["schema"]))
         elif kind == "typed-dict":
             _omit_null_keys(copied)
+        elif kind == "float" and "allow_inf_nan" not in copied:
+            copied["allow_inf_nan"] = False
         elif kind == "dataclass" and copied != original:
             copied.setdefault("generic_origin", copied["cls"])  # pydantic-core: no prebuilt
         elif kind == "model" and copied != original and not copied.get("custom_init"):

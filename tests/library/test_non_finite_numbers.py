@@ -241,6 +241,11 @@ async def test_a_large_integer_for_a_float_parameter_is_an_invalid_argument() ->
     assert error.message.startswith("x: Input should be a finite number (got 99999")
     error = await refusal(worker, "total", f'{{"items": [1, {HUGE_INT}]}}')
     assert error.message.startswith("items[1]: Input should be a finite number")
+    # A nested model keeps its own config: the float inside it is refused all the same.
+    error = await refusal(worker, "length", f'{{"point": {{"x": {HUGE_INT}}}}}')
+    assert error.message.startswith("point.x: Input should be a finite number")
+    error = await refusal(worker, "length", '{"point": {"x": 1, "y": "inf"}}')
+    assert error.message.startswith("point.y: Input should be a finite number")
     assert tools.ran == 0
 
 
@@ -250,11 +255,11 @@ async def test_invalid_json_is_left_to_the_tools_reader() -> None:
     assert error.message.startswith("input is not valid JSON")
 
 
-async def test_a_decorated_tools_non_finite_result_is_internal_naming_its_path() -> None:
+async def test_a_decorated_tools_non_finite_result_is_internal_naming_tool_and_path() -> None:
     worker, _, _ = make_worker()
     error = await refusal(worker, "rows", '{"value": 1e300}')
     assert type(error) is ToolError.Internal
-    assert "has inf at $.rows[1].v, which JSON cannot represent" in error.message
+    assert error.message.startswith("the result of 'rows' has inf at $.rows[1].v, which JSON")
 
 
 @pytest.mark.parametrize(("value", "shown"), [("inf", "inf"), ("-inf", "-inf"), ("nan", "nan")])
