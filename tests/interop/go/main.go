@@ -12,6 +12,7 @@
 //	interop burst     -target HOST:PORT [-slow 4] [-burst 300]
 //	interop identity  -registry TARGET -alpha TOKEN -bravo TOKEN
 //	interop approvals -target HOST:PORT -owner TOKEN -other TOKEN -approver TOKEN
+//	interop numbers   -target HOST:PORT
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -47,6 +48,10 @@
 // the owner's token paused cannot be resumed by the other token (RESUME_FORBIDDEN), which
 // consumes nothing, so the owner resumes it; the approver's token ("approves" globs) resumes
 // another of the owner's batches.
+// The numbers checks number literals JSON does not have in a call's input_json, on the demo
+// tools: countdown with NaN, Infinity, -Infinity, 1e400 or -1e400 as its delay is refused
+// INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT naming $.delay by CallTool and CallToolStream, and
+// inside a CallTools batch only that call (its echo completes); then the server still serves.
 package main
 
 import (
@@ -57,7 +62,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -163,8 +168,13 @@ func main() {
 			os.Exit(2)
 		}
 		err = runApprovals(*target, *owner, *other, *approver)
+	case "numbers":
+		flags := flag.NewFlagSet("numbers", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools")
+		_ = flags.Parse(os.Args[2:])
+		err = runNumbers(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity or approvals", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals or numbers", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
