@@ -320,7 +320,20 @@ class ServerApp:
             self._tls.reload()
         if self._auth is not None:
             self._auth.reload()
-        self._provider_check.reload()
+        if self._provider_check.reload():
+            self._warn_of_orphans()
+
+    def _warn_of_orphans(self) -> None:
+        """Log the tools whose provider identity the reloaded file no longer has: they stay
+        until an identity with may_lock unregisters them or their provider goes."""
+        gone = self.registry.owners() - self._provider_check.labels()
+        if gone:
+            _log.warning(
+                "provider identities %s are no longer in --provider-tokens; their tools %s "
+                "stay until an identity with may_lock unregisters them or their provider stops",
+                ", ".join(sorted(gone)),
+                ", ".join(self.registry.owned_by(gone)),
+            )
 
     def _transport(self) -> str:
         if self._tls is None:

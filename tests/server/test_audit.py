@@ -128,3 +128,23 @@ async def test_a_flood_of_refusals_is_rate_limited_in_the_log_and_fully_counted(
     await asyncio.sleep(0)
     assert audit.counts() == {"UNAUTHENTICATED": 1000}
     assert len(audit_lines(caplog)) == 3
+
+
+async def test_a_tool_name_cannot_forge_fields_of_an_audit_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger=_AUDIT_LOG)
+    monkeypatch.setattr(AUDIT, "burst", 10**9)
+    tokens = standard_tokens(tmp_path / "tokens.json")
+    async with (
+        serve(worker=demo_worker(), auth_tokens=tokens, internal=False) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        forged = pb.CallToolRequest(name='deploy caller=ops reason=OK "x"', input_json="{}")
+        await _refused(stub.CallTool(forged, metadata=bearer(AGENT), timeout=10))
+        assert served.app.tools.in_flight == 0
+    assert (
+        r'refused rpc=CallTool reason=TOOL_FORBIDDEN tool="deploy caller=ops reason=OK \"x\"" '
+        "caller=agent"
+    ) in audit_lines(caplog)

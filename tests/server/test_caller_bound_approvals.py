@@ -121,3 +121,25 @@ def test_approves_must_be_a_list_of_globs(tmp_path: Path) -> None:
     path = write_tokens(tmp_path / "t.json", [{"token": OWNER, "tools": ["*"], "approves": "kv_*"}])
     with pytest.raises(AuthTokensError, match=r"tokens\[0\]: approves must be a non-empty list"):
         CallerTokens.load(path)
+
+
+async def test_a_batch_stays_its_callers_when_an_entry_before_it_is_removed(
+    tmp_path: Path,
+) -> None:
+    """Default labels come from the token, not the entry's place: removing the first entry
+    must not hand its label (and its paused batches) to the next one."""
+    path = write_tokens(tmp_path / "t.json", [{"token": OWNER, "tools": ["*"]},
+                                              {"token": OTHER, "tools": ["*"]}])  # fmt: skip
+    async with (
+        serve(worker=demo_worker(), auth_tokens=path, internal=False) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+        reply = await stub.CallTools(_paused_batch(), metadata=bearer(OWNER), timeout=10)
+        write_tokens(path, [{"token": OTHER, "tools": ["*"]}])
+        served.app.reload()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.ResumeBatch(
+                _approved(reply.paused.resume_token), metadata=bearer(OTHER), timeout=10
+            )
+        assert failure_of(caught.value).reason == "RESUME_FORBIDDEN"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 
@@ -19,9 +20,13 @@ from llmworker import ToolMeta, Worker
 from llmworker._wire import definition_message
 from llmworker.v1 import tool_registry_pb2 as registry_pb
 from llmworker.v1 import tool_registry_pb2_grpc
+from llmworker.v1 import tool_service_pb2 as tool_pb
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
 from llmworker_server.errors import AuthTokensError
+from llmworker_server.registry.provider_identity import ProviderIdentity
+from llmworker_server.registry.provider_target import canonical_target
+from llmworker_server.rpc.token_file import Globs
 from tests.grpc_support import RpcFailure, Served, failure_of, serve
 from tests.tls_support import Pki
 
@@ -369,3 +374,110 @@ async def test_a_provider_identity_bound_to_a_client_certificate(tmp_path: Path,
                     assert (failure and failure.reason) == expected
     finally:
         await app.stop(grace=0)
+
+
+@pytest.mark.parametrize(
+    ("glob", "target"),
+    [
+        ("10.0.1.*:7000", "10.0.1.evil.example:7000"),  # a name is never an address
+        ("10.0.1.*:7000", "dns:///10.0.1.5.nip.io:7000"),
+        ("10.0.1.*:7000", "10.0.1.0x7f:7000"),
+        ("unix:/run/llmworker/*.sock", "unix:/run/llmworker/%2e%2e%2fdocker.sock"),  # gRPC decodes
+        ("unix:/run/llmworker/*.sock", "unix:/run/llmworker/../docker.sock"),
+    ],
+)
+def test_other_spellings_cannot_get_past_a_target_glob(glob: str, target: str) -> None:
+    identity = ProviderIdentity("p", Globs(("*",)), Globs((glob,)))
+    refusal = identity.target_refusal("tool", target)
+    assert refusal is not None, canonical_target(target)
+    assert refusal.reason == "INVALID_REQUEST"
+
+
+@pytest.mark.parametrize(
+    ("target", "canonical"),
+    [
+        ("127.0.0.1:050061", "127.0.0.1:50061"),
+        ("ipv4:127.0.0.1:7", "127.0.0.1:7"),
+        ("dns:///127.0.0.1:7", "127.0.0.1:7"),
+        ("LocalHost:80", "dns:localhost:80"),
+        ("dns:Search.Internal", "dns:search.internal:443"),
+        ("[0:0::1]:80", "[::1]:80"),
+        ("unix:///run/x/../y.sock", "unix:/run/y.sock"),
+        ("unix:/run/%79.sock", "unix:/run/y.sock"),
+        ("ipv4:10.0.0.1:5,10.0.0.2:5", "ipv4:10.0.0.1:5,10.0.0.2:5"),
+    ],
+)
+def test_targets_are_matched_in_the_form_grpc_dials(target: str, canonical: str) -> None:
+    assert canonical_target(target) == canonical
+
+
+async def test_an_identity_that_raced_a_lock_does_not_take_the_tool(tmp_path: Path) -> None:
+    """bravo's registration waits on a slow GetTool while alpha registers the same tool and
+    locks: when bravo's check returns, the tool is alpha's, and bravo is refused."""
+    async with serve(internal=False) as provider:
+        echo = echo_of(provider)
+
+        async def slow_get_tool(
+            _request: tool_pb.GetToolRequest, _context: grpc.aio.ServicerContext[object, object]
+        ) -> tool_pb.GetToolResponse:
+            await asyncio.sleep(1.0)
+            return tool_pb.GetToolResponse(definition=definition_message(echo))
+
+        slow = grpc.aio.server()
+        handler = grpc.unary_unary_rpc_method_handler(
+            slow_get_tool,
+            request_deserializer=tool_pb.GetToolRequest.FromString,
+            response_serializer=tool_pb.GetToolResponse.SerializeToString,
+        )
+        slow.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    "llmworker.v1.ToolService", {"GetTool": handler}
+                ),
+            )
+        )
+        slow_target = f"127.0.0.1:{slow.add_insecure_port('127.0.0.1:0')}"
+        await slow.start()
+        try:
+            async with (
+                front(tmp_path) as app,
+                grpc.aio.insecure_channel(f"unix:{tmp_path / 'internal.sock'}") as channel,
+            ):
+                bravo = asyncio.ensure_future(Registry(channel, BRAVO).register(echo, slow_target))
+                await asyncio.sleep(0.3)  # bravo waits on the slow GetTool
+                assert await Registry(channel, ALPHA).register(echo, provider.target) is None
+                assert await Registry(channel, OPS).lock() is None
+                assert reason(await bravo) == ("PERMISSION_DENIED", "PROVIDER_FORBIDDEN")
+                assert app.registry.owner_of("echo") == "alpha"
+                assert app.registry.provider_of("echo") == provider.target
+        finally:
+            await slow.stop(0)
+
+
+async def test_a_revoked_identitys_tools_can_be_removed_by_an_operator(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with (
+        front(tmp_path) as app,
+        serve(internal=False) as provider,
+        grpc.aio.insecure_channel(f"unix:{tmp_path / 'internal.sock'}") as channel,
+    ):
+        assert await Registry(channel, ALPHA).register(echo_of(provider), provider.target) is None
+        write_providers(
+            tmp_path / "providers.json",
+            [
+                {"token": BRAVO, "label": "bravo", "tools": ["*"], "targets": ["*"]},
+                {"token": OPS, "label": "ops", "tools": ["*"], "targets": ["*"], "may_lock": True},
+            ],
+        )
+        with caplog.at_level(logging.WARNING, logger="llmworker.server.lifecycle"):
+            app.reload()
+        assert "provider identities alpha are no longer in --provider-tokens" in caplog.text
+        assert "their tools echo stay" in caplog.text
+        # An identity without may_lock still may not; the operator's may.
+        assert reason(await Registry(channel, BRAVO).unregister("echo")) == (
+            "PERMISSION_DENIED",
+            "PROVIDER_FORBIDDEN",
+        )
+        assert await Registry(channel, OPS).unregister("echo") is None
+        assert "echo" not in app.registry.handle

@@ -13,7 +13,8 @@ The file is JSON (private: mode 0600), one entry per provider::
 An identity may register only tools its ``tools`` globs match, naming only targets its
 ``targets`` globs match (in the form ``canonical_target`` gives); a tool belongs to the
 identity that registered it, so only that identity renews, replaces, re-attaches or
-unregisters it. ``may_lock`` lets it call LockRegistry.
+unregisters it. ``may_lock`` (an operator's identity) lets it call LockRegistry and unregister
+any tool, a revoked identity's too.
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ class ProviderCheck:
         self._identities = identities
         _log.info("provider tokens reloaded from %s: %d providers", self.path, len(identities))
         return True
+
+    def labels(self) -> set[str]:
+        """The labels of the identities in force."""
+        if self._identities is None:
+            return {SHARED_TOKEN_LABEL}
+        return {identity.label for identity in self._identities.entries()}
 
     def identify(self, context: Context) -> ProviderIdentity | ErrorStatus:
         """The identity of a request, or why it is refused (UNAUTHENTICATED)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
+import urllib.parse
 from typing import Final
 
 from llmworker._wire import printable
@@ -45,35 +46,37 @@ def target_problem(target: str) -> str | None:
 
 def canonical_target(target: str) -> str:
     """The form a usable ``target`` is matched in against a provider identity's target
-    globs: ``host:port`` (host lower-cased; ``[addr]:port`` for IPv6; the port ``dns:`` and
-    ``ipv4:``/``ipv6:`` forms name), ``unix:/normalised/path`` or ``unix-abstract:NAME``.
-    A ``dns://AUTHORITY/`` target or several addresses stay as given, so only a glob for
-    that exact text matches them."""
+    globs, naming what gRPC will dial: ``ADDR:PORT`` for an IP address (``[ADDR]:PORT`` for
+    IPv6, compressed), ``dns:NAME:PORT`` for a host name (lower-cased, so a glob written for
+    addresses never matches a name), ``unix:/normalised/path`` or ``unix-abstract:NAME`` (both
+    percent-decoded, as gRPC decodes them); the port is 443 where none is named. A
+    ``dns://AUTHORITY/`` target or several addresses stay as given, so only a glob for that
+    exact text matches them."""
     scheme, colon, rest = target.partition(":")
     if colon and scheme == "unix":
-        path = rest[2:] if rest.startswith("//") else rest
+        path = urllib.parse.unquote(rest[2:] if rest.startswith("//") else rest)
         return "unix:" + posixpath.normpath(path)
     if colon and scheme == "unix-abstract":
-        return target
+        return "unix-abstract:" + urllib.parse.unquote(rest)
     if colon and scheme in ("ipv4", "ipv6"):
-        return target if "," in rest else _host_port(rest, "443")
+        return target if "," in rest else _host_port(rest)
     if colon and scheme == "dns":
         if rest.startswith("///"):
             rest = rest[3:]  # no authority: the system's resolver, as dns:HOST
-        return target if rest.startswith("//") else _host_port(rest, "443")
-    return _host_port(target, "443")
+        return target if rest.startswith("//") else _host_port(rest)
+    return _host_port(target)
 
 
-def _host_port(text: str, default_port: str) -> str:
+def _host_port(text: str) -> str:
     host, port = _split_host_port(text)
+    number = int(port) if port and port.isdigit() else 443
     bare = host[1:-1] if host.startswith("[") else host
     try:
         address = ipaddress.ip_address(bare)
     except ValueError:
-        host = host.lower().rstrip(".")
-    else:
-        host = f"[{address.compressed}]" if address.version == 6 else address.compressed
-    return f"{host}:{port or default_port}"
+        return f"dns:{host.lower().rstrip('.')}:{number}"
+    shown = f"[{address.compressed}]" if address.version == 6 else address.compressed
+    return f"{shown}:{number}"
 
 
 def _form_problem(target: str) -> str | None:

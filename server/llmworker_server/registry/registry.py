@@ -139,6 +139,14 @@ class Registry:
         """The provider identity that registered ``name``; None for a local tool."""
         return self._owner_of.get(name)
 
+    def owned_by(self, owners: set[str]) -> list[str]:
+        """The contributed tools, sorted, whose owner is one of ``owners``."""
+        return sorted(name for name, owner in self._owner_of.items() if owner in owners)
+
+    def owners(self) -> set[str]:
+        """The provider identities that own a tool."""
+        return set(self._owner_of.values())
+
     def providers(self) -> dict[str, list[str]]:
         """Each provider's target and the names of the tools it contributed."""
         return {provider: sorted(names) for provider, names in self._tools_of.items()}

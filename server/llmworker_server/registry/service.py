@@ -145,6 +145,10 @@ class RegistryService:
             await abort(context, refusal)
         if self._check_timeout > 0 and not self._is_renewal(meta, target):
             refusal = await self._serving_problem(meta, target)
+            if refusal is None:  # the registry may have changed while the provider answered
+                refusal = self._owner_refusal(identity, meta.name) or self._early_refusal(
+                    meta, target, identity
+                )
             if refusal is not None:
                 self._drop_unused_channel(target)
                 await abort(context, refusal)
@@ -189,11 +193,14 @@ class RegistryService:
             and self._registry.provider_of(meta.name) == target
         )
 
-    def _owner_refusal(self, identity: ProviderIdentity, name: str) -> ErrorStatus | None:
+    def _owner_refusal(
+        self, identity: ProviderIdentity, name: str, *, removing: bool = False
+    ) -> ErrorStatus | None:
         """Why ``identity`` may not act on the contributed tool ``name``: another identity
-        registered it."""
+        registered it. An identity with ``may_lock`` (an operator's) may remove any tool:
+        so a revoked identity's tools can go."""
         owner = self._registry.owner_of(name)
-        if owner is None or owner == identity.label:
+        if owner is None or owner == identity.label or (removing and identity.may_lock):
             return None
         shown = shorten(name)
         return ErrorStatus.of(
@@ -286,7 +293,7 @@ class RegistryService:
             await abort_malformed(context, request)
         name, target = request.name, request.provider_target
         shown = shorten(name)
-        refusal = self._owner_refusal(identity, name)
+        refusal = self._owner_refusal(identity, name, removing=True)
         if refusal is not None:
             await abort(context, refusal)
         provider = self._registry.provider_of(name)

@@ -12,7 +12,9 @@ through says how many were left out; the counts miss none.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
+import re
 import time
 from typing import Final
 
@@ -21,6 +23,7 @@ from llmworker._wire import ErrorStatus, Reason, printable
 __all__ = ["AUDIT", "CURRENT_CALLER", "CURRENT_RPC", "REFUSALS", "Audit"]
 
 _log = logging.getLogger("llmworker.server.audit")
+_BARE: Final = re.compile(r"[\x21-\x7e]{1,200}")
 
 REFUSALS: Final = frozenset(
     reason.value
@@ -81,26 +84,35 @@ class Audit:
         fields = [f"rpc={CURRENT_RPC.get() or '-'}", f"reason={reason}"]
         tool = status.metadata.get("tool")
         if tool:
-            fields.append(f"tool={printable(tool, 64)}")
+            fields.append(f"tool={_value(tool)}")
         caller = CURRENT_CALLER.get()
         if caller:
-            fields.append(f"caller={caller}")
+            fields.append(f"caller={_value(caller)}")
         more = f" ({left_out} more {reason} refusals were not logged)" if left_out else ""
         _log.info("refused %s%s", " ".join(fields), more)
 
     def decided(self, batch: str, call_id: str, tool: str, decision: str, owner: str) -> None:
         """Log one approval decision: who decided (the running RPC's caller), on which call
         of whose batch, and what (approve, deny or edit); the log line says when."""
-        caller = CURRENT_CALLER.get() or "-"
         _log.info(
             "decision %s batch=%s call_id=%s tool=%s by=%s owner=%s",
             decision,
-            batch,
-            printable(call_id, 64),
-            printable(tool, 64),
-            caller,
-            owner or "-",
+            _value(batch),
+            _value(call_id),
+            _value(tool),
+            _value(CURRENT_CALLER.get() or "-"),
+            _value(owner or "-"),
         )
+
+
+def _value(text: str) -> str:
+    """``text`` as one field of an audit line: bare when it is printable ASCII without
+    spaces, ``=`` or quotes, else quoted and escaped as JSON, so no request can forge a
+    field."""
+    shown = printable(text, 64)
+    if _BARE.fullmatch(shown) and "=" not in shown and '"' not in shown:
+        return shown
+    return json.dumps(shown)
 
 
 AUDIT: Final = Audit()

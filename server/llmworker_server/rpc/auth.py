@@ -95,7 +95,9 @@ class CallerTokens:
             patterns = reader.globs("tools", '["echo", "kv_*"] or ["*"] for every tool')
             approves = reader.globs("approves", '["kv_*"] or ["*"]', required=False)
             caller = Caller(
-                reader.label(f"token-{index}"),
+                # Not the entry's index: a label must not pass to another token when an
+                # entry before it is removed (a paused batch belongs to its caller's label).
+                reader.label(f"token-{digest.hex()[:12]}"),
                 scopes.get(patterns) or scopes.setdefault(patterns, Scope(patterns)),
                 reader.subject(),
                 Globs(approves) if approves else None,

@@ -72,6 +72,10 @@ class DigestTable(Generic[T]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def entries(self) -> list[T]:
+        """Every entry, in file order."""
+        return [entry for _, entry in self._entries]
+
     def find(self, token: bytes) -> T | None:
         """The entry of ``token``, or None."""
         digest = hashlib.sha256(token).digest()
