@@ -14,6 +14,7 @@ import grpc
 import grpc.aio
 import pytest
 
+from llmworker import ToolMeta
 from llmworker._wire import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
@@ -21,6 +22,8 @@ from llmworker_server.rpc.audit import AUDIT, Audit
 from tests.grpc_support import serve
 from tests.server.test_auth import AGENT, OPS, bearer, demo_worker, standard_tokens
 from tests.server.test_metrics import metric_value, scrape_until
+from tests.server.test_provider_identities import OPS as OPS_PROVIDER
+from tests.server.test_provider_identities import Registry, front, reason
 
 _AUDIT_LOG = "llmworker.server.audit"
 
@@ -148,3 +151,20 @@ async def test_a_tool_name_cannot_forge_fields_of_an_audit_line(
         r'refused rpc=CallTool reason=TOOL_FORBIDDEN tool="deploy caller=ops reason=OK \"x\"" '
         "caller=agent"
     ) in audit_lines(caplog)
+
+
+async def test_every_registry_refusal_is_audited(tmp_path: Path) -> None:
+    """A ToolRegistry error registers nothing: TOOL_NOT_FOUND and PROVIDER_UNAVAILABLE there
+    are refusals too (from a call they are its outcome, in the call log)."""
+    before = AUDIT.counts()
+    async with (
+        front(tmp_path, provider_check_timeout=0.5),
+        grpc.aio.insecure_channel(f"unix:{tmp_path / 'internal.sock'}") as channel,
+    ):
+        ops = Registry(channel, OPS_PROVIDER)
+        assert reason(await ops.unregister("nothing_here")) == ("NOT_FOUND", "TOOL_NOT_FOUND")
+        gone = await ops.register(ToolMeta("absent"), "127.0.0.1:1")  # nothing listens
+        assert reason(gone) == ("UNAVAILABLE", "PROVIDER_UNAVAILABLE")
+    after = AUDIT.counts()
+    assert after.get("TOOL_NOT_FOUND", 0) - before.get("TOOL_NOT_FOUND", 0) == 1
+    assert after.get("PROVIDER_UNAVAILABLE", 0) - before.get("PROVIDER_UNAVAILABLE", 0) == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NoReturn
 
 import grpc
 import grpc.aio
@@ -28,7 +28,7 @@ from llmworker.v1 import tool_registry_pb2 as pb
 from llmworker.v1 import tool_service_pb2 as tool_pb
 
 from ..errors import RegistryFullError, RegistryLockedError
-from ..rpc.audit import CURRENT_CALLER
+from ..rpc.audit import AUDIT, CURRENT_CALLER, REFUSALS
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     Context,
@@ -107,7 +107,7 @@ class RegistryService:
         before anything reads the request."""
         identity = self._check.identify(context)
         if isinstance(identity, ErrorStatus):
-            await abort(context, identity)
+            await _refuse(context, identity)
         CURRENT_CALLER.set(identity.label)
         return identity
 
@@ -119,11 +119,11 @@ class RegistryService:
             await abort_malformed(context, request)
         problem = _definition_problem(request)
         if problem is not None:
-            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, problem))
+            await _refuse(context, ErrorStatus.of(Reason.INVALID_REQUEST, problem))
         try:
             meta = meta_from_message(request.definition)
         except ValueError as error:
-            await abort(context, ErrorStatus.of(Reason.INVALID_REQUEST, str(error)))
+            await _refuse(context, ErrorStatus.of(Reason.INVALID_REQUEST, str(error)))
         target = request.provider_target
         problem = target_problem(target)
         if problem is not None:
@@ -142,7 +142,7 @@ class RegistryService:
             or self._early_refusal(meta, target, identity)
         )
         if refusal is not None:
-            await abort(context, refusal)
+            await _refuse(context, refusal)
         if self._check_timeout > 0 and not self._is_renewal(meta, target):
             refusal = await self._serving_problem(meta, target)
             if refusal is None:  # the registry may have changed while the provider answered
@@ -151,7 +151,7 @@ class RegistryService:
                 )
             if refusal is not None:
                 self._drop_unused_channel(target)
-                await abort(context, refusal)
+                await _refuse(context, refusal)
         arrived = not self._registry.has_provider(target)
         try:
             if self._registry.is_locked:
@@ -161,11 +161,14 @@ class RegistryService:
                     meta, lambda: ProviderTool(self._remote(meta, target)), target, identity.label
                 )
         except RegistryLockedError as error:
-            await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name))
+            refusal = ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=meta.name)
+            await _refuse(context, refusal)
         except ToolRegistryError.DuplicateName as error:
-            await abort(context, ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=meta.name))
+            refusal = ErrorStatus.of(Reason.DUPLICATE_NAME, str(error), tool=meta.name)
+            await _refuse(context, refusal)
         except RegistryFullError as error:
-            await abort(context, ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name))
+            refusal = ErrorStatus.of(Reason.REGISTRY_FULL, str(error), tool=meta.name)
+            await _refuse(context, refusal)
         if arrived:
             _log.info("provider arrived: %s (identity %s)", printable(target, 200), identity.label)
         if changed:
@@ -295,7 +298,7 @@ class RegistryService:
         shown = shorten(name)
         refusal = self._owner_refusal(identity, name, removing=True)
         if refusal is not None:
-            await abort(context, refusal)
+            await _refuse(context, refusal)
         provider = self._registry.provider_of(name)
         if provider is None or (target and target != provider):
             if self._registry.handle.get_tool(name) is None:
@@ -312,11 +315,11 @@ class RegistryService:
                     "only the provider that registered a tool may unregister it",
                     tool=shown,
                 )
-            await abort(context, status)
+            await _refuse(context, status)
         try:
             self._registry.unregister(name)
         except RegistryLockedError as error:
-            await abort(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=shown))
+            await _refuse(context, ErrorStatus.of(Reason.REGISTRY_LOCKED, str(error), tool=shown))
         _log.info(
             "unregistered tool=%s provider=%s identity=%s",
             shown,
@@ -379,6 +382,14 @@ class RegistryService:
             task.cancel()
         for channel in self._channels.values():
             await channel.close()
+
+
+async def _refuse(context: Context, status: ErrorStatus) -> NoReturn:
+    """Abort with ``status``: every ToolRegistry error is a refusal (nothing was registered),
+    so each goes to the audit trail, PROVIDER_UNAVAILABLE and TOOL_NOT_FOUND too."""
+    if status.reason not in REFUSALS:
+        AUDIT.refused(status)
+    await abort(context, status)
 
 
 async def _close_later(channel: grpc.aio.Channel, seconds: float) -> None:
