@@ -65,8 +65,8 @@ async def test_providers_in_other_languages_are_held_to_their_identities(
             "providers": [
                 {"token": ALPHA, "label": "alpha", "tools": alpha_tools,
                  "targets": ["127.0.0.1:*"]},
-                {"token": BRAVO, "label": "bravo", "tools": ["*"], "targets": ["*"],
-                 "may_lock": True},
+                # Without may_lock: an identity with it may unregister any tool.
+                {"token": BRAVO, "label": "bravo", "tools": ["*"], "targets": ["*"]},
             ]
         },
     )  # fmt: skip
