@@ -14,18 +14,14 @@ import grpc.aio
 
 from llmworker import ClientTls, RemoteTool, ToolMeta, ToolRegistryError
 from llmworker._wire import (
-    GET_TOOL,
     ErrorStatus,
     Reason,
     aio_channel,
-    bind,
     meta_from_message,
     printable,
     shorten,
 )
-from llmworker.v1 import tool_pb2
 from llmworker.v1 import tool_registry_pb2 as pb
-from llmworker.v1 import tool_service_pb2 as tool_pb
 
 from ..errors import RegistryFullError, RegistryLockedError
 from ..rpc.audit import AUDIT, CURRENT_CALLER, REFUSALS
@@ -43,6 +39,7 @@ from .provider_identity import ProviderCheck, ProviderIdentity
 from .provider_target import target_problem
 from .provider_tool import ProviderTool
 from .registry import Registry
+from .serving_check import serving_problem
 
 __all__ = ["RegistryService"]
 
@@ -144,7 +141,9 @@ class RegistryService:
         if refusal is not None:
             await _refuse(context, refusal)
         if self._check_timeout > 0 and not self._is_renewal(meta, target):
-            refusal = await self._serving_problem(meta, target)
+            refusal = await serving_problem(
+                self._channel(target), meta, target, self._check_timeout
+            )
             if refusal is None:  # the registry may have changed while the provider answered
                 refusal = self._owner_refusal(identity, meta.name) or self._early_refusal(
                     meta, target, identity
@@ -242,46 +241,6 @@ class RegistryService:
             tool.rebind(self._remote(meta, target))
         _log.info("tool=%s re-attached to provider=%s", meta.name, printable(target, 200))
         return True
-
-    async def _serving_problem(self, meta: ToolMeta, target: str) -> ErrorStatus | None:
-        """Why ``target`` cannot take calls to ``meta``'s tool: it must answer
-        ``GetTool(name)`` within the check timeout with exactly the definition registered.
-        A provider without GetTool (UNIMPLEMENTED) answered all the same and is accepted
-        unchecked."""
-        name = meta.name
-        get_tool = bind(GET_TOOL, self._channel(target))
-        shown, where = shorten(name), printable(target, 200)
-        try:
-            reply = await get_tool(tool_pb.GetToolRequest(name=name), timeout=self._check_timeout)
-        except grpc.aio.AioRpcError as error:
-            code = error.code()
-            if code is grpc.StatusCode.UNIMPLEMENTED:
-                _log.warning("provider %s has no GetTool: tool=%s accepted unchecked", where, shown)
-                return None
-            if code is grpc.StatusCode.NOT_FOUND:
-                return ErrorStatus.of(
-                    Reason.INVALID_REQUEST,
-                    f"the provider at {where} does not serve tool '{shown}' (GetTool answered "
-                    "NOT_FOUND); register only tools the provider serves",
-                    tool=shown,
-                )
-            return ErrorStatus.of(
-                Reason.PROVIDER_UNAVAILABLE,
-                f"the provider at {where} did not answer GetTool('{shown}') within "
-                f"{self._check_timeout:.3g} s ({code.name}); start it, serving "
-                "llmworker.v1.ToolService, before it registers",
-                tool=shown,
-            )
-        differences = _differences(meta, reply.definition)
-        if differences:
-            return ErrorStatus.of(
-                Reason.INVALID_REQUEST,
-                f"the provider at {where} serves tool '{shown}' with another definition than "
-                f"the one registered (they differ in {', '.join(differences)}); register the "
-                "definition the provider serves",
-                tool=shown,
-            )
-        return None
 
     def _drop_unused_channel(self, target: str) -> None:
         """A channel opened only to check a refused registration: closed at once."""
@@ -397,24 +356,6 @@ async def _close_later(channel: grpc.aio.Channel, seconds: float) -> None:
         await asyncio.sleep(seconds)
     finally:
         await channel.close()
-
-
-def _differences(registered: ToolMeta, served: tool_pb2.ToolDefinition) -> list[str]:
-    """The fields in which the definition a provider serves differs from ``registered``."""
-    try:
-        meta = meta_from_message(served)
-    except ValueError:
-        return ["input_schema_json or output_schema_json (the served one is not valid)"]
-    fields = {
-        "name": (registered.name, meta.name),
-        "description": (registered.description, meta.description),
-        "input_schema": (registered.input_schema, meta.input_schema),
-        "title": (registered.title, meta.title),
-        "output_schema": (registered.output_schema, meta.output_schema),
-        "annotations": (registered.annotations, meta.annotations),
-        "requires_approval": (registered.requires_approval, meta.requires_approval),
-    }
-    return [field for field, (left, right) in fields.items() if left != right]
 
 
 def _definition_problem(request: pb.RegisterToolRequest) -> str | None:
