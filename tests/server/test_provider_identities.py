@@ -481,3 +481,26 @@ async def test_a_revoked_identitys_tools_can_be_removed_by_an_operator(
         )
         assert await Registry(channel, OPS).unregister("echo") is None
         assert "echo" not in app.registry.handle
+
+
+async def test_a_draining_registry_refuses_an_unknown_provider_without_holding_it(
+    tmp_path: Path,
+) -> None:
+    async with (
+        front(tmp_path) as app,
+        grpc.aio.insecure_channel(f"unix:{tmp_path / 'internal.sock'}") as channel,
+    ):
+        gate = app._gate  # pyright: ignore[reportPrivateUsage]
+        gate.close()
+        stranger = Registry(channel, "not-a-provider-token-at-all")
+        assert reason(await stranger.lock()) == ("UNAUTHENTICATED", "UNAUTHENTICATED")
+        assert gate.held == 0
+        held = asyncio.ensure_future(Registry(channel, OPS).lock())
+        for _ in range(100):
+            if gate.held:
+                break
+            await asyncio.sleep(0.01)
+        assert gate.held == 1, "a known provider waits at the gate"
+        gate.release(run=False)
+        assert reason(await held) == ("UNAVAILABLE", "SHUTTING_DOWN")
+        assert not app.registry.is_locked

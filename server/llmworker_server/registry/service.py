@@ -27,6 +27,7 @@ from ..errors import RegistryFullError, RegistryLockedError
 from ..rpc.audit import AUDIT, CURRENT_CALLER, REFUSALS
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
+    SHUTTING_DOWN,
     Context,
     MalformedRequest,
     abort,
@@ -82,17 +83,17 @@ class RegistryService:
             _SERVICE,
             {
                 "RegisterTool": unary(
-                    guarded(self.register_tool, "RegisterTool", self._gate),
+                    guarded(self.register_tool, "RegisterTool"),
                     pb.RegisterToolRequest.FromString,
                     pb.RegisterToolResponse.SerializeToString,
                 ),
                 "LockRegistry": unary(
-                    guarded(self.lock_registry, "LockRegistry", self._gate),
+                    guarded(self.lock_registry, "LockRegistry"),
                     pb.LockRegistryRequest.FromString,
                     pb.LockRegistryResponse.SerializeToString,
                 ),
                 "UnregisterTool": unary(
-                    guarded(self.unregister_tool, "UnregisterTool", self._gate),
+                    guarded(self.unregister_tool, "UnregisterTool"),
                     pb.UnregisterToolRequest.FromString,
                     pb.UnregisterToolResponse.SerializeToString,
                 ),
@@ -101,11 +102,14 @@ class RegistryService:
 
     async def _identify(self, context: Context) -> ProviderIdentity:
         """The provider identity of the request; an unknown one is refused UNAUTHENTICATED
-        before anything reads the request."""
+        before anything reads the request, and before a draining server holds it."""
         identity = self._check.identify(context)
         if isinstance(identity, ErrorStatus):
             await _refuse(context, identity)
         CURRENT_CALLER.set(identity.label)
+        gate = self._gate
+        if gate is not None and gate.closed and not await gate.hold():
+            await _refuse(context, SHUTTING_DOWN)
         return identity
 
     async def register_tool(
