@@ -90,7 +90,7 @@ def test_after_the_window_the_next_traceback_counts_what_was_left_out(
 ) -> None:
     caplog.set_level(logging.ERROR, "llmworker.server.failures")
     now = [1000.0]
-    monkeypatch.setattr("llmworker_server.rpc.failure_log.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("llmworker_server.rpc.log_budget.time.monotonic", lambda: now[0])
     failures = FailureLog(burst=1, window=10)
     for _ in range(5):
         failures.report("flaky", "1", RuntimeError("down"))

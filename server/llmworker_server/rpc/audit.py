@@ -15,10 +15,11 @@ import contextvars
 import json
 import logging
 import re
-import time
 from typing import Final
 
 from llmworker._wire import ErrorStatus, Reason, printable
+
+from .log_budget import LogBudget
 
 __all__ = ["AUDIT", "CURRENT_CALLER", "CURRENT_RPC", "REFUSALS", "Audit"]
 
@@ -57,11 +58,17 @@ class Audit:
     """Refusals, logged (rate-limited per reason) and counted; decisions, logged."""
 
     def __init__(self, burst: int = 20, window: float = 10.0) -> None:
-        self.burst = burst
-        """Lines logged per reason per ``window`` seconds."""
-        self._window = window
+        self._budget = LogBudget(burst, window)
         self._counts: dict[str, int] = {}
-        self._by_reason: dict[str, tuple[float, int, int]] = {}  # window start, logged, left
+
+    @property
+    def burst(self) -> int:
+        """Lines logged per reason per window."""
+        return self._budget.burst
+
+    @burst.setter
+    def burst(self, lines: int) -> None:
+        self._budget.burst = lines
 
     def counts(self) -> dict[str, int]:
         """Refusals so far by reason (a copy, safe to read from another thread)."""
@@ -71,15 +78,8 @@ class Audit:
         """Count and (within the rate) log the refusal ``status`` of the running RPC."""
         reason = status.reason
         self._counts[reason] = self._counts.get(reason, 0) + 1
-        now = time.monotonic()
-        started, logged, left_out = self._by_reason.get(reason, (now, 0, 0))
-        if now - started >= self._window:
-            started, logged = now, 0
-        if logged >= self.burst:
-            self._by_reason[reason] = (started, logged, left_out + 1)
-            return
-        self._by_reason[reason] = (started, logged + 1, 0)
-        if not _log.isEnabledFor(logging.INFO):
+        left_out = self._budget.take(reason)
+        if left_out is None or not _log.isEnabledFor(logging.INFO):
             return
         fields = [f"rpc={CURRENT_RPC.get() or '-'}", f"reason={reason}"]
         tool = status.metadata.get("tool")

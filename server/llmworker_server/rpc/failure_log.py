@@ -9,12 +9,13 @@ and the exception's own text is escaped, so nothing a request put there reads as
 from __future__ import annotations
 
 import logging
-import time
 import traceback
 from typing import Final
 
 from llmworker import ToolError, ToolServerError
 from llmworker._wire import message_of, printable
+
+from .log_budget import LogBudget
 
 __all__ = ["FailureLog", "unexpected_cause"]
 
@@ -43,9 +44,7 @@ class FailureLog:
     """Logs unexpected exceptions with traceback, tool name and call id, rate-limited."""
 
     def __init__(self, burst: int = 5, window: float = 60.0) -> None:
-        self._burst = burst
-        self._window = window
-        self._by_tool: dict[str, tuple[float, int, int]] = {}  # window start, logged, left out
+        self._budget = LogBudget(burst, window)
 
     def report(self, tool: str, call_id: str, error: BaseException) -> None:
         """Log ``error``, raised in the call ``call_id`` to ``tool``, unless over the rate."""
@@ -53,17 +52,9 @@ class FailureLog:
 
     def report_where(self, key: str, where: str, error: BaseException) -> None:
         """Log ``error`` with ``where`` (already escaped), rate-limited per ``key``."""
-        tool = key
-        now = time.monotonic()
-        started, logged, left_out = self._by_tool.get(tool, (now, 0, 0))
-        if now - started >= self._window:
-            started, logged = now, 0
-        if logged >= self._burst:
-            self._by_tool[tool] = (started, logged, left_out + 1)
+        left_out = self._budget.take(key)
+        if left_out is None:
             return
-        self._by_tool[tool] = (started, logged + 1, 0)
-        if len(self._by_tool) > 4096:  # tool names are registered ones; this is a backstop
-            self._by_tool.clear()
         more = f" ({left_out} similar failures of this tool were not logged)" if left_out else ""
         try:
             message = message_of(error)
