@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -28,6 +28,7 @@ from llmworker_server.registry.provider_identity import ProviderIdentity
 from llmworker_server.registry.provider_target import canonical_target
 from llmworker_server.rpc.token_file import Globs
 from tests.grpc_support import RpcFailure, Served, failure_of, serve
+from tests.server.test_providers import front as providers_front
 from tests.tls_support import Pki
 
 ALPHA = "alpha-provider-token-0123"
@@ -53,24 +54,10 @@ def standard_providers(path: Path) -> Path:
     )
 
 
-@contextlib.asynccontextmanager
-async def front(tmp_path: Path, **settings: object) -> AsyncGenerator[ServerApp, None]:
+def front(tmp_path: Path, **settings: object) -> contextlib.AbstractAsyncContextManager[ServerApp]:
     """A server with no tools of its own and a registry for the standard identities."""
-    config = ServerConfig(
-        port=0,
-        log_level="WARNING",
-        internal_socket=tmp_path / "internal.sock",
-        token=SHARED,
-        provider_tokens=standard_providers(tmp_path / "providers.json"),
-    )
-    for key, value in settings.items():
-        setattr(config, key, value)
-    app = ServerApp(config, Worker())
-    await app.start()
-    try:
-        yield app
-    finally:
-        await app.stop(grace=0)
+    providers = standard_providers(tmp_path / "providers.json")
+    return providers_front(tmp_path, token=SHARED, provider_tokens=providers, **settings)
 
 
 class Registry:
