@@ -15,6 +15,7 @@ The file is JSON (private: mode 0600)::
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -34,6 +35,11 @@ RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
 
 _log = logging.getLogger("llmworker.server.auth")
+_AUTHENTICATED: Final = contextvars.ContextVar["tuple[CallerTokens, Caller] | None"](
+    "llmworker_authenticated", default=None
+)
+"""The caller ``first`` authenticated for the running RPC (each RPC runs in its own task) and
+the tokens it was found in, so its token is hashed and compared once until a reload."""
 _FLAG: Final = "--auth-tokens"
 _ENTRY_KEYS: Final = ("token", "sha256", "tools", "label", "client_subject", "approves")
 _NO_TOKEN: Final = ErrorStatus.of(
@@ -152,13 +158,18 @@ class CallerCheck:
         return True
 
     def caller(self, context: Context) -> Caller | ErrorStatus:
-        """The caller of a request, or why it is refused (UNAUTHENTICATED)."""
+        """The caller of a request, or why it is refused (UNAUTHENTICATED): the one ``first``
+        authenticated for this RPC while no reload came since (a watch learns of a revoked
+        token), else its token looked up now."""
+        authenticated = _AUTHENTICATED.get()
+        if authenticated is not None and authenticated[0] is self._tokens:
+            return authenticated[1]
         return self._tokens.caller(context)
 
     def admit(self, context: Context, tools: Iterable[str]) -> Caller | ErrorStatus:
         """The caller, if it may use ``tools``; else why not (UNAUTHENTICATED,
         TOOL_FORBIDDEN)."""
-        caller = self._tokens.caller(context)
+        caller = self.caller(context)
         if isinstance(caller, ErrorStatus):
             return caller
         for tool in tools:
@@ -179,6 +190,7 @@ class CallerCheck:
                 CURRENT_RPC.set(method)
                 await abort(context, caller)
             CURRENT_CALLER.set(caller.label)
+            _AUTHENTICATED.set((self._tokens, caller))
             return await behavior(request, context)
 
         return authenticated
@@ -194,6 +206,7 @@ class CallerCheck:
                 CURRENT_RPC.set(method)
                 await abort(context, caller)
             CURRENT_CALLER.set(caller.label)
+            _AUTHENTICATED.set((self._tokens, caller))
             async for response in behavior(request, context):
                 yield response
 
