@@ -24,6 +24,7 @@ from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.app import ServerApp
 from llmworker_server.config import ServerConfig
 from tests.grpc_support import failure_of, serve
+from tests.server.test_auth import AGENT, OPS, bearer, write_tokens
 
 TOKEN = "watch-token-for-tests"
 
@@ -205,3 +206,36 @@ async def test_watches_whose_clients_left_end_quietly_at_shutdown(
             await channel.close()
     errors = [record for record in caplog.records if record.levelname == "ERROR"]
     assert errors == [], errors[0].getMessage() if errors else ""
+
+
+async def test_a_token_revoked_by_a_reload_ends_its_watch_at_the_next_change(
+    tmp_path: Path,
+) -> None:
+    tokens = write_tokens(
+        tmp_path / "tokens.json",
+        [{"token": AGENT, "tools": ["*"], "label": "agent"},
+         {"token": OPS, "tools": ["*"], "label": "ops"}],
+    )  # fmt: skip
+    app = ServerApp(config(tmp_path, auth_tokens=tokens), Worker())
+    await app.start()
+    try:
+        assert app.internal_target is not None
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel,
+            ToolRegistryClient(app.internal_target, TOKEN) as registry,
+        ):
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            kept = stub.WatchDefinitions(pb.WatchDefinitionsRequest(), metadata=bearer(OPS))
+            revoked = stub.WatchDefinitions(pb.WatchDefinitionsRequest(), metadata=bearer(AGENT))
+            await next_message(kept)
+            await next_message(revoked)
+            write_tokens(tokens, [{"token": OPS, "tools": ["*"], "label": "ops"}])
+            app.reload()
+            await registry.register_tool(ToolMeta("alpha"), "127.0.0.1:1")
+            assert "alpha" in [d.name for d in (await next_message(kept)).definitions]
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await next_message(revoked)
+            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            kept.cancel()
+    finally:
+        await app.stop(grace=0)
