@@ -73,6 +73,8 @@ class Reason(enum.StrEnum):
     BATCH_PAUSED_ELSEWHERE = "BATCH_PAUSED_ELSEWHERE"
     RESUME_FORBIDDEN = "RESUME_FORBIDDEN"
     PROVIDER_FORBIDDEN = "PROVIDER_FORBIDDEN"
+    BATCH_INTERRUPTED = "BATCH_INTERRUPTED"
+    STATE_UNAVAILABLE = "STATE_UNAVAILABLE"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -99,6 +101,8 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.BATCH_PAUSED_ELSEWHERE: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.RESUME_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
     Reason.PROVIDER_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
+    Reason.BATCH_INTERRUPTED: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.STATE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

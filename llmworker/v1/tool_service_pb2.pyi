@@ -528,14 +528,20 @@ class PausedBatch(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     PAUSED_CALL_ID_FIELD_NUMBER: _builtins.int
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    BATCH_ID_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
-    """Pass to ResumeBatch to go on: opaque, single use, held in this server's memory only (a
-    restart forgets it) until expire_time.
+    """Pass to ResumeBatch to go on: opaque, single use, valid until expire_time. With a shared
+    --state (SQLite, the default, or PostgreSQL) any server process using that store takes
+    it, after a restart too; with --state memory only this process, until it stops.
     """
     reason: _builtins.str
     """Why the batch paused: the tools awaiting approval, or the pausing hook's reason."""
     paused_call_id: _builtins.str
     """The call whose hook paused, or the first call awaiting approval."""
+    batch_id: _builtins.str
+    """The batch's id: not a secret, it names the batch in ListPausedBatches, logs and the
+    audit trail, and lets an approver decide it (ResumeBatchRequest.batch_id).
+    """
     @_builtins.property
     def pending_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingCall]:
         """The calls not yet run, in call order, with their current input."""
@@ -546,7 +552,7 @@ class PausedBatch(_message.Message):
 
     @_builtins.property
     def expire_time(self) -> _timestamp_pb2.Timestamp:
-        """When the resume token expires (--pause-ttl after the pause)."""
+        """When the resume token expires (--paused-batch-ttl after the pause)."""
 
     def __init__(
         self,
@@ -557,10 +563,11 @@ class PausedBatch(_message.Message):
         reason: _builtins.str = ...,
         paused_call_id: _builtins.str = ...,
         expire_time: _timestamp_pb2.Timestamp | None = ...,
+        batch_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time", "paused_call_id", b"paused_call_id", "pending_calls", b"pending_calls", "reason", b"reason", "results", b"results", "resume_token", b"resume_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_id", b"batch_id", "expire_time", b"expire_time", "paused_call_id", b"paused_call_id", "pending_calls", b"pending_calls", "reason", b"reason", "results", b"results", "resume_token", b"resume_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -604,9 +611,15 @@ class ResumeBatchRequest(_message.Message):
 
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
     DECISIONS_FIELD_NUMBER: _builtins.int
+    BATCH_ID_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """PausedBatch.resume_token; unknown, expired or used tokens are NOT_FOUND /
-    RESUME_TOKEN_UNKNOWN.
+    RESUME_TOKEN_UNKNOWN. Set this or batch_id, not both.
+    """
+    batch_id: _builtins.str
+    """Decide by the batch's id instead of its token (an approval UI that found it with
+    ListPausedBatches): allowed to the callers ListPausedBatches shows it to. Unknown,
+    expired or decided ids are NOT_FOUND / RESUME_TOKEN_UNKNOWN.
     """
     @_builtins.property
     def decisions(self) -> _containers.RepeatedCompositeFieldContainer[Global___CallDecision]:
@@ -620,10 +633,11 @@ class ResumeBatchRequest(_message.Message):
         *,
         resume_token: _builtins.str = ...,
         decisions: _abc.Iterable[Global___CallDecision] | None = ...,
+        batch_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["decisions", b"decisions", "resume_token", b"resume_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_id", b"batch_id", "decisions", b"decisions", "resume_token", b"resume_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -831,3 +845,101 @@ class ListDefinitionsSortedResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListDefinitionsSortedResponse: _TypeAlias = ListDefinitionsSortedResponse  # noqa: Y015
+
+@_typing.final
+class ListPausedBatchesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """How many batches per page: 0 means 50; at most 500."""
+    page_token: _builtins.str
+    """The previous response's next_page_token; empty for the first page."""
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPausedBatchesRequest: _TypeAlias = ListPausedBatchesRequest  # noqa: Y015
+
+@_typing.final
+class ListPausedBatchesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BATCHES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Pass as page_token for the next page; empty on the last page."""
+    @_builtins.property
+    def batches(self) -> _containers.RepeatedCompositeFieldContainer[Global___PausedBatchSummary]:
+        """Oldest first."""
+
+    def __init__(
+        self,
+        *,
+        batches: _abc.Iterable[Global___PausedBatchSummary] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batches", b"batches", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPausedBatchesResponse: _TypeAlias = ListPausedBatchesResponse  # noqa: Y015
+
+@_typing.final
+class PausedBatchSummary(_message.Message):
+    """A paused batch waiting for a decision, as an approver sees it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BATCH_ID_FIELD_NUMBER: _builtins.int
+    CALLER_FIELD_NUMBER: _builtins.int
+    PENDING_CALLS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    batch_id: _builtins.str
+    """PausedBatch.batch_id: decide it with ResumeBatchRequest.batch_id."""
+    caller: _builtins.str
+    """The label of the caller that paused it (empty without --auth-tokens)."""
+    reason: _builtins.str
+    """PausedBatch.reason."""
+    @_builtins.property
+    def pending_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___PendingCall]:
+        """The calls not yet run, with their current input, as in PausedBatch."""
+
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When it paused."""
+
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """When it expires, as PausedBatch.expire_time."""
+
+    def __init__(
+        self,
+        *,
+        batch_id: _builtins.str = ...,
+        caller: _builtins.str = ...,
+        pending_calls: _abc.Iterable[Global___PendingCall] | None = ...,
+        reason: _builtins.str = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "expire_time", b"expire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_id", b"batch_id", "caller", b"caller", "create_time", b"create_time", "expire_time", b"expire_time", "pending_calls", b"pending_calls", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PausedBatchSummary: _TypeAlias = PausedBatchSummary  # noqa: Y015

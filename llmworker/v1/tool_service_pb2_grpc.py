@@ -68,6 +68,15 @@ class ToolServiceStub:
     caller than the one that paused the batch,
     without an approver scope for its tools; the
     batch stays resumable by its owner
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    (ToolRegistry) with --provider-tokens: a
+    tool another provider identity owns
+    BATCH_INTERRUPTED      FAILED_PRECONDITION  ResumeBatch of a batch already resumed that
+    did not finish: it is running now, or the
+    process running it stopped (metadata
+    "may_have_run" lists the call ids that may
+    have run); it is never run again
+    STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
+    be reached; nothing ran: retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -122,6 +131,11 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
                 _registered_method=True)
+        self.ListPausedBatches = channel.unary_unary(
+                '/llmworker.v1.ToolService/ListPausedBatches',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -167,6 +181,15 @@ class ToolServiceServicer:
     caller than the one that paused the batch,
     without an approver scope for its tools; the
     batch stays resumable by its owner
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    (ToolRegistry) with --provider-tokens: a
+    tool another provider identity owns
+    BATCH_INTERRUPTED      FAILED_PRECONDITION  ResumeBatch of a batch already resumed that
+    did not finish: it is running now, or the
+    process running it stopped (metadata
+    "may_have_run" lists the call ids that may
+    have run); it is never run again
+    STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
+    be reached; nothing ran: retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -250,6 +273,16 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPausedBatches(self, request, context):
+        """The paused batches the caller may decide, oldest first, a page at a time: with
+        --auth-tokens the ones it paused, and those whose pending tools its `approves` globs
+        all match; without, every one. A server with a shared --state (SQLite, PostgreSQL)
+        lists every process's batches; with --state memory, this process's only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -292,6 +325,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.WatchDefinitions,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.SerializeToString,
+            ),
+            'ListPausedBatches': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPausedBatches,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -344,6 +382,15 @@ class ToolService:
     caller than the one that paused the batch,
     without an approver scope for its tools; the
     batch stays resumable by its owner
+    PROVIDER_FORBIDDEN     PERMISSION_DENIED    (ToolRegistry) with --provider-tokens: a
+    tool another provider identity owns
+    BATCH_INTERRUPTED      FAILED_PRECONDITION  ResumeBatch of a batch already resumed that
+    did not finish: it is running now, or the
+    process running it stopped (metadata
+    "may_have_run" lists the call ids that may
+    have run); it is never run again
+    STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
+    be reached; nothing ran: retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -558,6 +605,33 @@ class ToolService:
             '/llmworker.v1.ToolService/WatchDefinitions',
             llmworker_dot_v1_dot_tool__service__pb2.WatchDefinitionsRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.ListDefinitionsSortedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPausedBatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolService/ListPausedBatches',
+            llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -55,6 +55,15 @@ class ToolServiceStub:
                                                   caller than the one that paused the batch,
                                                   without an approver scope for its tools; the
                                                   batch stays resumable by its owner
+      PROVIDER_FORBIDDEN     PERMISSION_DENIED    (ToolRegistry) with --provider-tokens: a
+                                                  tool another provider identity owns
+      BATCH_INTERRUPTED      FAILED_PRECONDITION  ResumeBatch of a batch already resumed that
+                                                  did not finish: it is running now, or the
+                                                  process running it stopped (metadata
+                                                  "may_have_run" lists the call ids that may
+                                                  have run); it is never run again
+      STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
+                                                  be reached; nothing ran: retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -103,6 +112,12 @@ class ToolServiceStub:
     express was registered) ends the watch as ListDefinitionsSorted fails:
     FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool.
     """
+    ListPausedBatches: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.ListPausedBatchesRequest, _tool_service_pb2.ListPausedBatchesResponse]
+    """The paused batches the caller may decide, oldest first, a page at a time: with
+    --auth-tokens the ones it paused, and those whose pending tools its `approves` globs
+    all match; without, every one. A server with a shared --state (SQLite, PostgreSQL)
+    lists every process's batches; with --state memory, this process's only.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -147,6 +162,15 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                                                   caller than the one that paused the batch,
                                                   without an approver scope for its tools; the
                                                   batch stays resumable by its owner
+      PROVIDER_FORBIDDEN     PERMISSION_DENIED    (ToolRegistry) with --provider-tokens: a
+                                                  tool another provider identity owns
+      BATCH_INTERRUPTED      FAILED_PRECONDITION  ResumeBatch of a batch already resumed that
+                                                  did not finish: it is running now, or the
+                                                  process running it stopped (metadata
+                                                  "may_have_run" lists the call ids that may
+                                                  have run); it is never run again
+      STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
+                                                  be reached; nothing ran: retry later
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -240,6 +264,18 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         format the registry can no longer take (a strict format, after a tool strict mode cannot
         express was registered) ends the watch as ListDefinitionsSorted fails:
         FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool.
+        """
+
+    @_abc_1.abstractmethod
+    def ListPausedBatches(
+        self,
+        request: _tool_service_pb2.ListPausedBatchesRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.ListPausedBatchesRequest, _abc.Awaitable[_tool_service_pb2.ListPausedBatchesResponse]],
+    ) -> _abc.Awaitable[_tool_service_pb2.ListPausedBatchesResponse]:
+        """The paused batches the caller may decide, oldest first, a page at a time: with
+        --auth-tokens the ones it paused, and those whose pending tools its `approves` globs
+        all match; without, every one. A server with a shared --state (SQLite, PostgreSQL)
+        lists every process's batches; with --state memory, this process's only.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...
