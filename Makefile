@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains bench stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres bench stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,16 @@ test: lint typecheck imports docs proto-check buf-lint interop $(GHZ) unit
 toolchains:
 	@command -v go >/dev/null || { echo "Go is required for the interop tests and ghz: install Go 1.26+"; exit 1; }
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "Node.js and npm are required for buf and the Node interop tests"; exit 1; }
+
+# PostgreSQL's server binaries, for the tests that start their own cluster (tests/pg_support.py):
+# Debian's packages, installed when missing (as root, with apt-get; the lists refreshed only
+# when the install fails without it).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q postgresql || { apt-get update -q && apt-get install -y -q postgresql; }; \
+	  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	    || { echo "PostgreSQL is required for the tests: apt-get install -y postgresql"; exit 1; }; }
 
 $(PROTOC_GEN_GO): | toolchains
 	GOBIN=$(GOBIN_DIR) go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
@@ -79,7 +89,7 @@ imports: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
-unit: $(STAMP)
+unit: $(STAMP) postgres
 	$(BIN)/pytest -q
 
 # Regenerate the committed Python code from proto/ (protoc from grpcio-tools, mypy-protobuf).

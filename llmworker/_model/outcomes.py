@@ -76,6 +76,13 @@ class Paused:
         """What resumes the batch, of type ``kind`` (a Worker's batch state or a server's
         token), once; ``WorkerError`` when it was taken already, is of another kind, or a
         decision names no pending call (the batch then stays resumable)."""
+        resumable = self.peek(kind)
+        self._check(decisions)
+        self._resumable = None
+        return resumable
+
+    def peek(self, kind: type[_Resumable]) -> _Resumable:
+        """What resumes the batch, left in place; ``WorkerError`` as ``take``."""
         resumable = self._resumable
         if resumable is None:
             raise WorkerError(
@@ -86,8 +93,6 @@ class Paused:
                 "this batch paused elsewhere: resume it with the Worker or "
                 "RemoteToolServerHandle that returned it"
             )
-        self._check(decisions)
-        self._resumable = None
         return resumable
 
     def give_back(self, resumable: object) -> None:

@@ -33,7 +33,9 @@ from .hooks import (
 from .tool_server import ToolServerHandle
 
 __all__ = [
+    "BatchRun",
     "HookChains",
+    "PlannedCall",
     "resume_batch",
     "run_batch",
     "run_one_call",
@@ -52,7 +54,7 @@ class HookChains:
 
 
 @dataclass(slots=True)
-class _Planned:
+class PlannedCall:
     call: ToolCall
     target: tuple[ToolMeta, Tool] | None
     result: ToolResult | None = None  # known before execution: unknown, skipped or denied
@@ -70,7 +72,7 @@ class _Planned:
         )
 
 
-class _BatchRun:
+class BatchRun:
     """The state of one batch: each call's result so far and where its pre-hooks stand."""
 
     __slots__ = ("handle", "hooks", "planned")
@@ -86,12 +88,12 @@ class _BatchRun:
             reason = "awaiting approval: " + ", ".join(
                 f"'{call.name}' (call '{call.id}')" for call in awaiting
             )
-            return self._paused(awaiting[0], shorten(reason, 1000))
+            return self.paused_at(awaiting[0], shorten(reason, 1000))
         paused = await self._run_pre_hooks()
         if paused is not None:
             outcome, call = paused
             reason = outcome.reason or f"a pre-tool-call hook paused call '{call.id}'"
-            return self._paused(call, reason)
+            return self.paused_at(call, reason)
         results = await self._execute()
         await self._run_post_hooks(results)
         return Completed(results)
@@ -115,7 +117,7 @@ class _BatchRun:
                     error = ToolServerError.CallDenied(call.id, call.name, reason)
                     planned.result = ToolResult(call.id, str(error), is_error=True, error=error)
 
-    def _paused(self, paused_call: ToolCall, reason: str) -> Paused:
+    def paused_at(self, paused_call: ToolCall, reason: str) -> Paused:
         return Paused(
             self,
             pending_calls=tuple(p.call for p in self.planned if p.result is None),
@@ -176,8 +178,8 @@ class _BatchRun:
                 )
 
 
-def _planned(call: ToolCall, target: tuple[ToolMeta, Tool] | None) -> _Planned:
-    return _Planned(call, target, None if target is not None else _missing(call))
+def _planned(call: ToolCall, target: tuple[ToolMeta, Tool] | None) -> PlannedCall:
+    return PlannedCall(call, target, None if target is not None else _missing(call))
 
 
 def _skipped(call: ToolCall) -> ToolResult:
@@ -257,7 +259,7 @@ def run_batch(
         target = handle.get_tool(calls[0].name)
         if target is None or not target[0].requires_approval:
             return _run_one(target, hooks.post, calls[0])
-    return _BatchRun(handle, hooks, calls).advance()
+    return BatchRun(handle, hooks, calls).advance()
 
 
 async def run_one_call(
@@ -305,6 +307,6 @@ async def run_one_call(
 
 async def resume_batch(paused: Paused, decisions: Mapping[str, Decision]) -> BatchOutcome:
     """Continue a paused batch where it stopped, after applying ``decisions``."""
-    run = paused.take(_BatchRun, decisions)
+    run = paused.take(BatchRun, decisions)
     run.decide(decisions)
     return await run.advance()

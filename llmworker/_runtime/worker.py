@@ -23,6 +23,7 @@ from .._model.outcomes import BatchOutcome, Paused
 from .._model.tool import ToolDefinition, ToolOutput
 from .._model.tool_meta import ToolMeta
 from .batch import HookChains, resume_batch, run_batch, run_one_call
+from .batch_state import load_paused, save_paused, unnamed_hooks
 from .hooks import PostToolCallHook, PreToolCallHook
 from .stream_call import stream_one_call
 from .streaming import StreamEvent
@@ -184,6 +185,27 @@ class Worker(Generic[StateT]):
         batch stays resumable)."""
         self._live()
         return await resume_batch(paused, decisions or {})
+
+    def save_paused(self, paused: Paused) -> str:
+        """``paused`` as JSON text a worker with the same tools and pre-hooks (another
+        process, or this one after a restart) turns back into a batch with ``load_paused``.
+        The batch stays resumable here too: resume it in one place only. ``WorkerError``
+        when it was resumed already, paused on a server, or a pre-hook has no stable name
+        (a lambda)."""
+        return save_paused(paused, self._live().hooks)
+
+    def load_paused(self, saved: str) -> Paused:
+        """The batch ``save_paused`` saved, to resume on this worker: tools are found by
+        name (one gone since answers as an unknown tool), the pre-hooks must have the same
+        names in the same order, and the pending calls have no deadline. A pre-hook that
+        paused is not asked again: the batch goes on with the hooks after it."""
+        core = self._live()
+        return load_paused(saved, core.handle, core.hooks)
+
+    def unnamed_pre_hooks(self) -> list[str]:
+        """The pre-hooks that make ``save_paused`` refuse (lambdas, callables without a
+        name), as their reprs; empty when every paused batch can be saved."""
+        return unnamed_hooks(self._live().hooks)
 
     # -- Mutable only ------------------------------------------------------------------
 
