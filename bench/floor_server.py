@@ -78,6 +78,13 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
     ) -> pb.CallToolsResponse:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the floor never pauses")
 
+    async def ListPausedBatches(
+        self,
+        request: pb.ListPausedBatchesRequest,
+        context: Context[pb.ListPausedBatchesRequest, pb.ListPausedBatchesResponse],
+    ) -> pb.ListPausedBatchesResponse:
+        return pb.ListPausedBatchesResponse()  # the floor never pauses
+
     async def RunProviderToolCalls(
         self,
         request: pb.RunProviderToolCallsRequest,

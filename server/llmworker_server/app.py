@@ -17,7 +17,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from llmworker import Mutable, ToolDefinition, Worker, tool_definitions
 
 from .calls.limits import CallLimits
-from .calls.paused_batches import PausedBatches
 from .calls.service import ToolService
 from .config import ServerConfig, default_internal_socket, is_loopback
 from .demo_tools import DemoTools
@@ -38,6 +37,8 @@ from .rpc.drain import DrainGate
 from .rpc.health import ServerHealth
 from .rpc.reflection import enable_reflection
 from .rpc.tls import ListenerTls
+from .state.location import open_store
+from .state.store import PausedStore, SavedBatches, StateUnavailable
 
 if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
@@ -49,6 +50,7 @@ __all__ = ["ServerApp"]
 
 _log = logging.getLogger("llmworker.server.lifecycle")
 _QUIET_SECONDS = 0.05
+_STORE_REFRESH_SECONDS = 5.0
 _MAX_HOLD_SECONDS = 2.0
 _TOOL_SERVICE = "llmworker.v1.ToolService"
 _REGISTRY_SERVICE = "llmworker.v1.ToolRegistry"
@@ -95,7 +97,7 @@ class ServerApp:
             self._call_log,
             redact_errors=config.redact_errors,
             gate=self._gate,
-            paused=PausedBatches(config.pause_ttl, config.max_paused_batches),
+            paused=self._new_store(),
             auth=self._auth,
         )
         self._own_tracer_provider: SdkTracerProvider | None = None
@@ -122,12 +124,14 @@ class ServerApp:
         self._public: grpc.aio.Server | None = None
         self._internal: grpc.aio.Server | None = None
         self._lock_timer: asyncio.TimerHandle | None = None
+        self._refresher: asyncio.Future[None] | None = None
         self.port = 0
         self.internal_target: str | None = None
 
     async def start(self) -> None:
-        """Load the tools, listen, and report SERVING."""
+        """Load the tools, open the paused-batch store, listen, and report SERVING."""
         self.registry.register(self._definitions())
+        await self._open_store()
         self._public = self._new_server(reuse_port=self.config.reuse_port)
         self.tools.add_to(self._public, self._tracing)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._public)
@@ -202,6 +206,7 @@ class ServerApp:
         await asyncio.gather(*(server.stop(0) for server in servers))
         await asyncio.gather(*stopping)
         await self._providers.stop()
+        await self._close_store()
         await self._registry_service.close()
         if self._call_log is not None:
             self._call_log.close()
@@ -222,6 +227,59 @@ class ServerApp:
             provider = self._own_tracer_provider = provider_from_environment()
         return Tracing(provider, self.tools.next_call_id)
 
+    def _new_store(self) -> PausedStore:
+        config = self.config
+        saved = SavedBatches(
+            lambda paused: self.registry.worker.save_paused(paused),
+            lambda text: self.registry.worker.load_paused(text),
+        )
+        return open_store(
+            config.state,
+            config.state_dir,
+            config.pause_ttl,
+            config.max_paused_batches,
+            saved,
+            config.state_pool_size,
+        )
+
+    async def _open_store(self) -> None:
+        """Open the store (creating or upgrading its schema), after refusing pre-hooks a
+        shared store could not check on resume; then sweep and count it every few seconds."""
+        store = self.tools.paused_batches
+        unnamed = self.registry.worker.unnamed_pre_hooks()
+        if store.shared and unnamed:
+            raise ConfigError(
+                f"the pre-tool-call hooks {', '.join(unnamed)} have no stable name, and "
+                f"paused batches go to {store.describe()}, where another process (or this "
+                "one after a restart) resumes them only with the same hooks: define each "
+                "hook as a named function or class, or use --state memory"
+            )
+        try:
+            await store.open()
+        except StateUnavailable as error:
+            raise ConfigError(str(error)) from error
+        self._refresher = asyncio.ensure_future(self._refresh_store(store))
+        _log.info("paused batches in %s (%d held)", store.describe(), store.count)
+
+    async def _refresh_store(self, store: PausedStore) -> None:
+        while True:
+            await asyncio.sleep(_STORE_REFRESH_SECONDS)
+            try:
+                await store.refresh()
+            except StateUnavailable as error:
+                _log.warning("could not count paused batches: %s", error)
+
+    def _oldest_paused_age(self) -> int:
+        oldest = self.tools.paused_batches.oldest_created
+        return 0 if oldest is None else max(0, int(time.time() - oldest))
+
+    async def _close_store(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
+        await self.tools.paused_batches.close()
+
     def _new_metrics(self) -> ServerMetrics | None:
         if self.config.metrics_address is None and self.config.metrics_snapshots is None:
             return None
@@ -229,7 +287,8 @@ class ServerApp:
             in_flight=lambda: self.tools.in_flight,
             tools=lambda: len(self.registry.handle),
             providers_up=lambda: self._providers.up,
-            paused_batches=lambda: self.tools.paused_batches.held,
+            paused_batches=lambda: self.tools.paused_batches.count,
+            paused_batch_oldest_age_seconds=self._oldest_paused_age,
             watchers=lambda: self.tools.watch.watchers,
         )
         return ServerMetrics(gauges, self.registry.handle.__contains__, AUDIT.counts)

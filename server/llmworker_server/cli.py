@@ -8,6 +8,7 @@ import os
 import platform
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import grpc
 
@@ -20,6 +21,7 @@ from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
 from .rpc.tls import TlsFiles
 from .rpc.token_file import exposed_secret_file
+from .state.location import STATE_ENV
 from .workers import follow_supervisor, run_workers
 
 __all__ = ["main", "parse_args"]
@@ -65,6 +67,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         except OSError as error:
             parser.error(f"--token-file: {error}")
     config = ServerConfig(
+        state=_state_url(parser, args),
+        state_dir=args.state_dir,
+        state_pool_size=args.state_pool_size,
         tls=_listener_tls(parser, args),
         allow_insecure=args.allow_insecure,
         auth_tokens=args.auth_tokens,
@@ -177,3 +182,21 @@ def _log_start(config: ServerConfig, role: str) -> None:
         changed or "all defaults",
         extra={FIELDS: {"version": __version__, "config": described}},
     )
+
+
+def _state_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The --state URL: the flag, else --state-file's content, else $LLMWORKER_STATE."""
+    if args.state is not None and args.state_file is not None:
+        parser.error("--state and --state-file both name the store; keep one")
+    if args.state is not None:
+        return str(args.state)
+    if args.state_file is not None:
+        path: Path = args.state_file
+        exposed = exposed_secret_file(path)
+        if exposed is not None:
+            parser.error(f"--state-file {exposed}")
+        try:
+            return path.read_text().strip()
+        except OSError as error:
+            parser.error(f"--state-file: {error}")
+    return os.environ.get(STATE_ENV, "")

@@ -12,6 +12,10 @@ from llmworker import ClientTls
 
 from .errors import ConfigError
 from .rpc.tls import TlsFiles
+from .state.location import state_problem
+
+MAX_PAUSED_BATCH_TTL = 30 * 86_400.0
+"""The longest --paused-batch-ttl: 30 days."""
 
 __all__ = ["ServerConfig", "default_internal_socket", "is_loopback", "split_address"]
 
@@ -41,8 +45,12 @@ class ServerConfig:
     max_concurrent_calls: int = 1024
     max_batch_calls: int = 128
     max_watchers: int = 10_000
-    pause_ttl: float = 900.0
+    pause_ttl: float = 86_400.0
     max_paused_batches: int = 1000
+    state: str = field(default="", repr=False)
+    """Where paused batches live (``state/location.py``); "" is the default SQLite file."""
+    state_dir: Path | None = None
+    state_pool_size: int = 10
     max_message_bytes: int = 4 * 1024 * 1024
     max_input_bytes: int = 1024 * 1024
     tool_max_input_bytes: dict[str, int] = field(default_factory=dict[str, int])
@@ -131,6 +139,7 @@ class ServerConfig:
             ("--max-batch-calls", self.max_batch_calls),
             ("--max-watchers", self.max_watchers),
             ("--max-paused-batches", self.max_paused_batches),
+            ("--state-pool-size", self.state_pool_size),
             *((f"--tool-max-input-bytes {name}", limit)
               for name, limit in self.tool_max_input_bytes.items()),
         ]:  # fmt: skip
@@ -140,7 +149,15 @@ class ServerConfig:
         timeouts += [
             (f"--tool-timeout {name}", value) for name, value in self.tool_timeouts.items()
         ]
-        timeouts.append(("--pause-ttl", self.pause_ttl))
+        timeouts.append(("--paused-batch-ttl", self.pause_ttl))
+        if self.pause_ttl > MAX_PAUSED_BATCH_TTL:
+            raise ConfigError(
+                f"--paused-batch-ttl {self.pause_ttl:g} is over the maximum "
+                f"{MAX_PAUSED_BATCH_TTL:g} s (30 days); ask for a shorter approval window"
+            )
+        problem = state_problem(self.state) if self.state else None
+        if problem is not None:
+            raise ConfigError(problem)
         timeouts.append(("--provider-lease", self.provider_lease))
         timeouts.append(("--register-resolve-interval", self.register_resolve_interval))
         for flag, seconds in timeouts:

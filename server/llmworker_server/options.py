@@ -312,19 +312,52 @@ def build_parser() -> argparse.ArgumentParser:
         help="most calls one CallTools request may carry (default %(default)s)",
     )
     calls.add_argument(
+        "--paused-batch-ttl",
         "--pause-ttl",
+        dest="pause_ttl",
         type=float,
-        default=900.0,
+        default=86_400.0,
         metavar="SECONDS",
-        help="how long a paused batch's resume token stays valid (default %(default)s)",
+        help="how long a paused batch waits for its decisions (default %(default)s, one day; "
+        "at most 2592000, 30 days)",
     )
     calls.add_argument(
         "--max-paused-batches",
         type=int,
         default=1000,
         metavar="N",
-        help="paused batches held in memory at once; beyond, CallTools answers "
-        "RESOURCE_EXHAUSTED (default %(default)s)",
+        help="live paused batches the store holds at once (every process sharing it); "
+        "beyond, CallTools answers RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    calls.add_argument(
+        "--state",
+        default=None,
+        metavar="URL",
+        help="where paused batches live: memory, sqlite:///PATH or postgresql://... "
+        "(default: sqlite in --state-dir; or from --state-file or $LLMWORKER_STATE, which "
+        "keep a password out of ps)",
+    )
+    calls.add_argument(
+        "--state-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read the --state URL from FILE (readable by this user only)",
+    )
+    calls.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the directory of the default SQLite store (default $LLMWORKER_STATE_DIR, "
+        "else $XDG_STATE_HOME/llmworker, else ~/.local/state/llmworker)",
+    )
+    calls.add_argument(
+        "--state-pool-size",
+        type=int,
+        default=10,
+        metavar="N",
+        help="PostgreSQL connections per process (default %(default)s)",
     )
     calls.add_argument(
         "--grace",

@@ -215,7 +215,9 @@ def run_workers(argv: Sequence[str], config: ServerConfig) -> int:
     if config.metrics_address is None:
         return _Supervisor(child_argv, config.workers, None).run()
     with tempfile.TemporaryDirectory(prefix="llmworker-metrics-") as directory:
-        metrics = WorkerMetrics(Path(directory), config.workers)
+        metrics = WorkerMetrics(
+            Path(directory), config.workers, shared_store=config.state != "memory"
+        )
         try:
             listener = MetricsListener(config.metrics_address, metrics, config.tls)
         except OSError as error:

@@ -223,7 +223,8 @@ async def test_random_batches_and_decisions_get_results_or_reasons_from_the_tabl
                 seen.add("COMPLETED")
                 seen |= check_results(list(outcome.completed.results))
         assert served.app.tools.in_flight == 0
-        assert len(served.app.tools.paused_batches) <= 5
+        await served.app.tools.paused_batches.refresh()
+        assert served.app.tools.paused_batches.count <= 5
         reply = await stub.CallTool(pb.CallToolRequest(name="echo", input_json='{"text": "x"}'))
         assert reply.output == "x"
     assert {"COMPLETED", "PAUSED", "INVALID_REQUEST", "TOOL_NOT_FOUND"} <= seen, seen

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import urllib.request
 from collections.abc import AsyncGenerator, Callable, Sequence
+from pathlib import Path
 
 import grpc
 import grpc.aio
@@ -264,8 +265,8 @@ def _demo_worker(index: int) -> Worker[Mutable]:
     return worker
 
 
-async def test_a_paused_batch_resumed_through_another_replica_is_told_where_it_lives() -> None:
-    async with _replicas(2, _demo_worker) as (first, second):
+async def test_a_batch_paused_in_memory_resumed_on_another_replica_is_told_where_it_is() -> None:
+    async with _replicas(2, _demo_worker, state="memory") as (first, second):
         delete = pb.CallToolRequest(name="kv_delete", input_json='{"key": "k"}', call_id="c1")
         async with (
             grpc.aio.insecure_channel(f"127.0.0.1:{first.port}") as one,
@@ -288,6 +289,28 @@ async def test_a_paused_batch_resumed_through_another_replica_is_told_where_it_l
             done = await tool_service_pb2_grpc.ToolServiceStub(one).ResumeBatch(approve)
         assert done.HasField("completed")  # the batch was still held where it paused
         assert len(done.completed.results) == 1
+
+
+async def test_replicas_on_one_store_resume_each_others_batches(tmp_path: Path) -> None:
+    state = f"sqlite:///{tmp_path}/shared.db"
+    async with _replicas(2, _demo_worker, state=state) as (first, second):
+        delete = pb.CallToolRequest(name="kv_delete", input_json='{"key": "k"}', call_id="c1")
+        async with (
+            grpc.aio.insecure_channel(f"127.0.0.1:{first.port}") as one,
+            grpc.aio.insecure_channel(f"127.0.0.1:{second.port}") as other,
+        ):
+            paused = await tool_service_pb2_grpc.ToolServiceStub(one).CallTools(
+                pb.CallToolsRequest(calls=[delete])
+            )
+            approve = pb.ResumeBatchRequest(
+                resume_token=paused.paused.resume_token,
+                decisions=[pb.CallDecision(call_id="c1", approve=pb.Approval())],
+            )
+            done = await tool_service_pb2_grpc.ToolServiceStub(other).ResumeBatch(approve)
+            assert done.HasField("completed")
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await tool_service_pb2_grpc.ToolServiceStub(one).ResumeBatch(approve)
+            assert failure_of(raised.value).reason == "RESUME_TOKEN_UNKNOWN"
 
 
 @pytest.mark.parametrize("stopped", [0, 1])

@@ -42,7 +42,7 @@ from llmworker import (
 )
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
-from llmworker_server.calls.paused_batches import PausedBatches
+from llmworker_server.state.memory import MemoryStore
 from tests.grpc_support import RpcFailure, Served, failure_of, serve
 
 
@@ -310,7 +310,8 @@ async def test_paused_batches_are_bounded_in_count_and_time() -> None:
         token = first.paused.resume_token
         expired = await failure(stub.ResumeBatch(pb.ResumeBatchRequest(resume_token=token)))
         assert expired.reason == "RESUME_TOKEN_UNKNOWN"
-        assert len(served.app.tools.paused_batches) == 0  # expired batches are let go
+        await served.app.tools.paused_batches.refresh()
+        assert served.app.tools.paused_batches.count == 0  # expired batches are let go
         await stub.CallTools(pause, timeout=10)  # room again
         assert tools.ran == 0
 
@@ -442,8 +443,10 @@ async def test_an_edited_input_goes_through_the_pre_hooks_again() -> None:
 
 
 async def test_held_bytes_count_every_call_of_a_paused_batch() -> None:
-    async with batch_server() as (served, stub, _tools):
-        served.app.tools.paused_batches.max_bytes = 100_000
+    async with batch_server(state="memory") as (served, stub, _tools):
+        store = served.app.tools.paused_batches
+        assert isinstance(store, MemoryStore)
+        store.max_bytes = 100_000
         unknown = [(f"u{i}", "n" * 1000, "x" * 2000) for i in range(40)]
         refused = await failure(stub.CallTools(request(("1", "delete", "{}"), *unknown)))
         assert refused.reason == "PAUSED_BATCHES_FULL"
@@ -487,18 +490,19 @@ async def test_edits_cannot_grow_a_paused_batch_past_a_response() -> None:
         assert again.WhichOneof("outcome") == "paused"
 
 
-def test_a_held_batch_never_shows_its_secret() -> None:
-    store = PausedBatches(60.0, 10)
+async def test_a_held_batch_never_shows_its_secret() -> None:
+    store = MemoryStore(60.0, 10)
     paused = Paused(
         object(), pending_calls=(), results=(), awaiting_approval=(),
         paused_call=ToolCall("1", "x", "{}"), reason="",
     )  # fmt: skip
-    held = store.hold(paused, {}, 10)
+    held = await store.hold(paused, {}, 10, form=None, owner="", resumed=False, replaces=None)
     assert held is not None
     token, record = held
-    assert token.split(".")[1] not in repr(record)
-    assert store.take(token) is record
-    assert store.take(token) is None
+    assert token.split(".")[2] not in repr(record)
+    assert await store.find(token) is record
+    assert await store.claim(record.batch_id, [])
+    assert not await store.claim(record.batch_id, [])
 
 
 async def test_a_tool_needing_approval_at_a_provider_runs_once_approved_upstream(

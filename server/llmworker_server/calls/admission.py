@@ -45,9 +45,9 @@ from ..rpc.handlers import (
     is_requested_cancel,
     malformed_status,
 )
+from ..state.held import HeldBatch
 from .failures import CallFailures
 from .limits import CallLimits
-from .paused_batches import HeldBatch
 from .requests import EMPTY_NAME, call_problem
 
 __all__ = ["AdmittedCall", "CallAdmission"]

@@ -1,11 +1,14 @@
 """CallTools and ResumeBatch: one model turn's calls as a batch, paused for approval.
 
 A batch runs exactly as ``Worker.call_tools`` on the server's worker. A paused one is held
-in ``PausedBatches`` under a single-use token until ResumeBatch brings the decisions.
+in the ``PausedStore`` under a single-use token until ResumeBatch brings the decisions; the
+store's claim makes one resume of it run, on whichever process it reaches.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from typing import Final, cast
@@ -17,6 +20,7 @@ from llmworker import (
     Completed,
     Decision,
     DefinitionFormat,
+    Deny,
     JsonValue,
     Paused,
     ToolBatchAborted,
@@ -35,21 +39,41 @@ from llmworker.v1 import tool_service_pb2 as pb
 from ..registry.registry import Registry
 from ..rpc.audit import AUDIT
 from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
+from ..state.held import Elsewhere, HeldBatch, Interrupted, Unresumable
+from ..state.store import Found, PausedStore, StateUnavailable
 from .admission import CallAdmission
 from .decisions import decision_name, decisions_of
 from .failures import CallFailures
 from .limits import CallLimits
-from .paused_batches import HeldBatch, PausedBatches
 from .requests import aborted_status, batch_problem, call_metadata, invalid
 from .responses import CallResponses, tool_internal
 
-__all__ = ["BatchCalls"]
+__all__ = ["BatchCalls", "state_unavailable"]
+
+_log = logging.getLogger("llmworker.server.batches")
 
 _UNKNOWN_TOKEN: Final = ErrorStatus.of(
     Reason.RESUME_TOKEN_UNKNOWN,
-    "the resume token is unknown, expired or already used (paused batches live in one "
-    "server's memory for --pause-ttl); send the calls again with CallTools",
+    "the resume token (or batch id) is unknown, expired or already used (a paused batch "
+    "waits --paused-batch-ttl, and resumes once); send the calls again with CallTools",
 )
+
+
+def _interrupted(found: Interrupted) -> ErrorStatus:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(found.claimed_at))
+    ran = ", ".join(found.may_have_run) or "none"
+    return ErrorStatus.of(
+        Reason.BATCH_INTERRUPTED,
+        f"batch {found.batch_id} was resumed at {when} and has not finished: it is running "
+        "now, or the process running it stopped while its calls ran. It never runs again; "
+        f"the calls that may have run: {shorten(ran, 300)}. Check their effects, then send "
+        "what must still run with CallTools",
+        may_have_run=shorten(",".join(found.may_have_run), 500),
+    )
+
+
+def state_unavailable(error: StateUnavailable) -> ErrorStatus:
+    return ErrorStatus.of(Reason.STATE_UNAVAILABLE, f"{error}; nothing ran: retry later")
 
 
 def _paused_elsewhere(replica: str, here: str) -> ErrorStatus:
@@ -58,8 +82,16 @@ def _paused_elsewhere(replica: str, here: str) -> ErrorStatus:
         f"the batch was paused by replica {replica}, and this is replica {here}: a paused "
         "batch lives in the memory of the replica that paused it; send ResumeBatch to that "
         "replica (keep an agent's session on one replica: a sticky route, or a connection to "
-        "it), or send the calls again with CallTools",
+        "it), run the replicas on a shared --state, or send the calls again with CallTools",
         replica=replica,
+    )
+
+
+def _unresumable(why: str) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.BATCH_PAUSED_ELSEWHERE,
+        f"this process cannot rebuild the batch: {why}; the batch is still held: resume it "
+        "on a server with the same --tools (and pre-hooks), or send the calls again",
     )
 
 
@@ -75,7 +107,7 @@ class BatchCalls:
         responses: CallResponses,
         registry: Registry,
         limits: CallLimits,
-        paused: PausedBatches,
+        paused: PausedStore,
     ) -> None:
         self._admission = admission
         self._failures = failures
@@ -85,7 +117,7 @@ class BatchCalls:
         self._paused = paused
 
     @property
-    def paused(self) -> PausedBatches:
+    def paused(self) -> PausedStore:
         return self._paused
 
     async def call_tools(
@@ -175,21 +207,50 @@ class BatchCalls:
         size = request.ByteSize()
         return await self._run(context, len(calls), names, size, calls, None, form, caller, caller)
 
-    def _not_held(self, token: str) -> ErrorStatus:
-        """Why ``token`` resumes nothing here: another replica's, or unknown, expired or used."""
-        replica = self._paused.elsewhere(token)
-        return (
-            _UNKNOWN_TOKEN if replica is None else _paused_elsewhere(replica, self._paused.replica)
-        )
+    def _not_held(self, found: Found) -> ErrorStatus:
+        """Why ``found`` is no batch to resume here."""
+        if isinstance(found, Interrupted):
+            return _interrupted(found)
+        if isinstance(found, Elsewhere):
+            return _paused_elsewhere(found.replica, self._paused.replica)
+        if isinstance(found, Unresumable):
+            return _unresumable(found.why)
+        return _UNKNOWN_TOKEN
+
+    async def _find(self, request: pb.ResumeBatchRequest, context: Context) -> HeldBatch:
+        if request.resume_token and request.batch_id:
+            await abort(context, invalid("set resume_token or batch_id, not both"))
+        try:
+            if request.batch_id:
+                found = await self._paused.find_id(request.batch_id[:64])
+            else:
+                found = await self._paused.find(request.resume_token)
+        except StateUnavailable as error:
+            await abort(context, state_unavailable(error))
+        if not isinstance(found, HeldBatch):
+            await abort(context, self._not_held(found))
+        return found
+
+    async def _claim(self, held: HeldBatch, decisions: Mapping[str, Decision]) -> Found | None:
+        """Spend ``held`` for this resume: None, or what it turned out to be (another resume
+        claimed it first, or it expired)."""
+        awaiting = set(held.paused.awaiting_approval)
+        may_run = [
+            call.id
+            for call in held.paused.pending_calls
+            if not isinstance(decisions.get(call.id), Deny)
+            and (call.id not in awaiting or call.id in decisions)
+        ]
+        if await self._paused.claim(held.batch_id, may_run):
+            return None
+        return await self._paused.find_id(held.batch_id)
 
     async def resume_batch(
         self, request: pb.ResumeBatchRequest | MalformedRequest, context: Context
     ) -> pb.CallToolsResponse:
         if isinstance(request, MalformedRequest):
             await abort_malformed(context, request)
-        held = self._paused.find(request.resume_token)
-        if held is None:
-            await abort(context, self._not_held(request.resume_token))
+        held = await self._find(request, context)
         caller = self._admission.resumer_of(context, held)
         if isinstance(caller, ErrorStatus):
             await abort(context, caller)  # the token stays usable by its caller
@@ -200,12 +261,19 @@ class BatchCalls:
         refused = self._admission.reserve(pending, held.paused.paused_call.name)
         if refused is not None:
             await abort(context, refused)  # the token stays usable: retry later
-        self._paused.take(request.resume_token)  # no await since find(): one resume per token
-        batch = request.resume_token.split(".", 2)[1]  # the id, not the secret
+        try:
+            lost = await self._claim(held, decisions)
+        except StateUnavailable as error:
+            self._admission.release(pending)
+            await abort(context, state_unavailable(error))
+        if lost is not None:
+            self._admission.release(pending)
+            await abort(context, self._not_held(lost))
         for call in held.paused.pending_calls:
             decision = decisions.get(call.id)
             if decision is not None:
-                AUDIT.decided(batch, call.id, call.name, decision_name(decision), held.owner)
+                name = decision_name(decision)
+                AUDIT.decided(held.batch_id, call.id, call.name, name, held.owner)
         remaining = context.time_remaining()
         for call in held.paused.pending_calls:  # the deadlines start again now
             call.deadline, call.timeout = self._limits.limits_of(call.name, remaining)
@@ -220,6 +288,7 @@ class BatchCalls:
             held.form,
             caller,
             held.owner,
+            held.batch_id,
         )
 
     async def _run(
@@ -233,9 +302,11 @@ class BatchCalls:
         form: DefinitionFormat | None,
         caller: str,
         owner: str,
+        resumed: str | None = None,
     ) -> pb.CallToolsResponse:
-        """Run or resume the batch, its ``count`` calls already reserved (released here),
-        for the caller labelled ``caller``; a batch that pauses stays ``owner``'s."""
+        """Run or resume (the claimed batch ``resumed``) the batch, its ``count`` calls
+        already reserved (released here), for the caller labelled ``caller``; a batch that
+        pauses stays ``owner``'s, and replaces the one it resumed."""
         started = time.perf_counter()
         worker = self._registry.worker
         try:
@@ -243,10 +314,16 @@ class BatchCalls:
                 outcome: BatchOutcome = await worker.resume(work, decisions)
             else:
                 outcome = await worker.call_tools(work)
-        except ToolBatchAborted as error:
-            await abort(context, aborted_status(error, ""))
+        except BaseException as error:
+            if resumed is not None:
+                await self._finish(resumed)
+            if isinstance(error, ToolBatchAborted):
+                await abort(context, aborted_status(error, ""))
+            raise
         finally:
             self._admission.release(count)
+        if isinstance(outcome, Completed) and resumed is not None:
+            await self._finish(resumed)
         if isinstance(outcome, Completed):
             self._log(outcome.results, names, started, caller)
             completed = self._completed(outcome.results, names)
@@ -258,14 +335,24 @@ class BatchCalls:
                     cast("JsonValue", appended)
                 ).decode()
             return pb.CallToolsResponse(completed=completed)
-        resumed = isinstance(work, Paused)
-        held = self._paused.hold(outcome, names, size, resumed=resumed, form=form, owner=owner)
+        try:
+            held = await self._paused.hold(
+                outcome,
+                names,
+                size,
+                resumed=resumed is not None,
+                form=form,
+                owner=owner,
+                replaces=resumed,
+            )
+        except StateUnavailable as error:
+            await abort(context, state_unavailable(error))
         if held is None:
-            await abort(context, self._full())
+            await abort(context, await self._full())
         token, record = held
         message = self._paused_message(token, record)
         if message.ByteSize() > self._limits.max_output_bytes - 8:
-            self._paused.take(token)
+            await self._finish(record.batch_id)
             await abort(
                 context,
                 invalid(
@@ -345,14 +432,24 @@ class BatchCalls:
             reason=paused.reason,
             paused_call_id=paused.paused_call.id,
             expire_time=expire_time,
+            batch_id=held.batch_id,
         )  # fmt: skip
 
-    def _full(self) -> ErrorStatus:
+    async def _finish(self, batch_id: str) -> None:
+        """Forget a claimed batch; one the store cannot reach now expires there."""
+        try:
+            await self._paused.finish(batch_id)
+        except StateUnavailable as error:
+            _log.warning("batch %s stays in the store until it expires: %s", batch_id, error)
+
+    async def _full(self) -> ErrorStatus:
+        with contextlib.suppress(StateUnavailable):
+            await self._paused.refresh()
         return ErrorStatus.of(
             Reason.PAUSED_BATCHES_FULL,
-            f"the server holds {len(self._paused)} paused batches (--max-paused-batches "
-            f"{self._paused.limit}, {self._paused.max_bytes} bytes of inputs); nothing ran: "
-            "resume or abandon paused batches, retry later, or raise the limit",
+            f"the store {self._paused.describe()} holds {self._paused.count} paused batches "
+            f"(--max-paused-batches {self._paused.limit}); nothing ran: resume or abandon "
+            "paused batches, retry later, or raise the limit",
         )
 
     def _log(

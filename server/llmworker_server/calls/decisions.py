@@ -8,8 +8,8 @@ from llmworker import Approve, ApproveWithInput, Decision, Deny
 from llmworker._wire import ErrorStatus, shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
+from ..state.held import HeldBatch
 from .limits import CallLimits
-from .paused_batches import HeldBatch
 from .requests import invalid
 
 __all__ = ["decision_name", "decisions_of"]

@@ -1,5 +1,6 @@
 """The public ``llmworker.v1.ToolService``: GetTool, CallTool, ListDefinitionsSorted,
 (through ``BatchCalls``) CallTools, ResumeBatch and RunProviderToolCalls, (through
+``PausedListing``) ListPausedBatches, (through
 ``CallStreams``) CallToolStream, and (through ``DefinitionsWatch``) WatchDefinitions. Its
 calls, streamed, batched or not, are admitted and counted by one ``CallAdmission``."""
 
@@ -29,12 +30,14 @@ from ..rpc.handlers import (
     server_streaming,
     unary,
 )
+from ..state.memory import MemoryStore
+from ..state.store import PausedStore
 from .admission import CallAdmission
 from .batches import BatchCalls
 from .failures import CallFailures
 from .limits import CallLimits
 from .listing import DefinitionListing
-from .paused_batches import PausedBatches
+from .paused_listing import PausedListing
 from .requests import EMPTY_NAME
 from .responses import CallResponses
 from .stream import CallStreams
@@ -62,7 +65,7 @@ class ToolService:
         *,
         redact_errors: bool = False,
         gate: DrainGate | None = None,
-        paused: PausedBatches | None = None,
+        paused: PausedStore | None = None,
         auth: CallerCheck | None = None,
     ) -> None:
         self._registry = registry
@@ -73,10 +76,11 @@ class ToolService:
         self._responses = CallResponses(limits.max_output_bytes)
         self._output_surely_fits = self._responses.surely_fits
         self._listing = DefinitionListing(registry, auth)
-        held = paused if paused is not None else PausedBatches(900.0, 1000)
+        held = paused if paused is not None else MemoryStore(900.0, 1000)
         self._batches = BatchCalls(
             self._admission, failures, self._responses, registry, limits, held
         )
+        self._paused_listing = PausedListing(held, auth)
         self._streams = CallStreams(self._admission, self._responses, registry)
         self._watch = DefinitionsWatch(registry, self._listing, self._gate, limits.max_watchers)
 
@@ -86,7 +90,7 @@ class ToolService:
         return self._watch
 
     @property
-    def paused_batches(self) -> PausedBatches:
+    def paused_batches(self) -> PausedStore:
         """The batches paused and awaiting ResumeBatch."""
         return self._batches.paused
 
@@ -161,6 +165,11 @@ class ToolService:
                     guarded_unary("ResumeBatch", self._batches.resume_batch),
                     pb.ResumeBatchRequest.FromString,
                     pb.CallToolsResponse.SerializeToString,
+                ),
+                "ListPausedBatches": unary(
+                    guarded_unary("ListPausedBatches", self._paused_listing.list_paused_batches),
+                    pb.ListPausedBatchesRequest.FromString,
+                    pb.ListPausedBatchesResponse.SerializeToString,
                 ),
                 "CallToolStream": server_streaming(
                     traced_stream("CallToolStream", self._streams.call_tool_stream),

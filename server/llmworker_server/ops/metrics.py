@@ -76,6 +76,7 @@ class Gauges:
     tools: Callable[[], int]
     providers_up: Callable[[], int]
     paused_batches: Callable[[], int]
+    paused_batch_oldest_age_seconds: Callable[[], int]
     watchers: Callable[[], int]
 
     def read(self) -> dict[str, int]:
@@ -84,6 +85,7 @@ class Gauges:
             "tools": self.tools(),
             "providers_up": self.providers_up(),
             "paused_batches": self.paused_batches(),
+            "paused_batch_oldest_age_seconds": self.paused_batch_oldest_age_seconds(),
             "watchers": self.watchers(),
         }
 
@@ -168,6 +170,7 @@ _GAUGES: Final = {
     "in_flight": "Tool calls in flight",
     "tools": "Tools the registry holds",
     "providers_up": "Providers whose last health check passed",
-    "paused_batches": "Paused batches waiting for approval",
+    "paused_batches": "Paused batches waiting for approval (in the whole shared store)",
+    "paused_batch_oldest_age_seconds": "How long the oldest paused batch has waited",
     "watchers": "Open WatchDefinitions streams",
 }

@@ -100,9 +100,11 @@ class SnapshotWriter:
 class WorkerMetrics(Collector):
     """The parent's side: the children's snapshots added up, and its own worker counts."""
 
-    def __init__(self, directory: Path, workers: int) -> None:
+    def __init__(self, directory: Path, workers: int, *, shared_store: bool = True) -> None:
         self.directory = directory
         self._workers = workers
+        # Each child counts a shared store's batches whole: the largest, not the sum.
+        self._summed = [name for name in _SUMMED if not (shared_store and "paused" in name)]
         self._exited = CallTotals()
         self._restarts = 0
         self._lock = threading.Lock()  # scrapes run on the HTTP server's threads
@@ -129,7 +131,8 @@ class WorkerMetrics(Collector):
                     live += 1
                     for name, value in child_gauges.items():
                         combined = gauges.get(name, 0)
-                        gauges[name] = combined + value if name in _SUMMED else max(combined, value)
+                        summed = name in self._summed
+                        gauges[name] = combined + value if summed else max(combined, value)
             restarts = self._restarts
         yield from families(totals, gauges)
         yield GaugeMetricFamily(
