@@ -13,6 +13,7 @@
 //	interop identity  -registry TARGET -alpha TOKEN -bravo TOKEN
 //	interop approvals -target HOST:PORT -owner TOKEN -other TOKEN -approver TOKEN
 //	interop numbers   -target HOST:PORT
+//	interop durable   -a HOST:PORT -b HOST:PORT
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
@@ -52,6 +53,11 @@
 // tools: countdown with NaN, Infinity, -Infinity, 1e400 or -1e400 as its delay is refused
 // INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT naming $.delay by CallTool and CallToolStream, and
 // inside a CallTools batch only that call (its echo completes); then the server still serves.
+// The durable checks paused batches in a store two server processes share (the same --state,
+// the demo tools, no --auth-tokens): a kv_delete batch paused on -a is listed by -b's
+// ListPausedBatches (paged one batch at a time) and resumed there with its token, which -a
+// then refuses (RESUME_TOKEN_UNKNOWN); another is denied on -b by its batch_id, and neither
+// is listed afterwards.
 package main
 
 import (
@@ -62,7 +68,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers|durable [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -173,8 +179,18 @@ func main() {
 		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools")
 		_ = flags.Parse(os.Args[2:])
 		err = runNumbers(*target)
+	case "durable":
+		flags := flag.NewFlagSet("durable", flag.ExitOnError)
+		a := flags.String("a", "", "public address of a server with the demo tools and a shared --state")
+		b := flags.String("b", "", "public address of another server process with the demo tools and the same --state")
+		_ = flags.Parse(os.Args[2:])
+		if *a == "" || *b == "" {
+			fmt.Fprintln(os.Stderr, "usage: interop durable: -a and -b are required")
+			os.Exit(2)
+		}
+		err = runDurable(*a, *b)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals or numbers", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers or durable", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
