@@ -393,6 +393,7 @@ _UNARY_RPCS = [
     "CallTools",
     "RunProviderToolCalls",
     "ResumeBatch",
+    "ListPausedBatches",
 ]
 _STREAM_RPCS = ["CallToolStream", "WatchDefinitions"]
 # Requests each RPC would refuse (or read at length) before looking at its caller, once
@@ -405,6 +406,7 @@ _BAD_REQUESTS: dict[str, bytes] = {
         model_output_json="{" * 100_000
     ).SerializeToString(),
     "ResumeBatch": pb.ResumeBatchRequest(resume_token="elsewhere.x.y").SerializeToString(),
+    "ListPausedBatches": pb.ListPausedBatchesRequest(page_token="not a token").SerializeToString(),
     "CallToolStream": pb.CallToolRequest(name="").SerializeToString(),
 }
 

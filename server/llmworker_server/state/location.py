@@ -83,4 +83,6 @@ def _sqlite_path(url: str) -> Path | None:
         if not rest.startswith("/"):
             return None
     rest = urllib.parse.unquote(rest)
+    if rest.startswith("/"):
+        rest = "/" + rest.lstrip("/")  # sqlite:////abs is /abs, not //abs
     return Path(rest) if rest and rest not in {"/", "."} else None

@@ -22,6 +22,8 @@ from .store import SavedBatches, StateUnavailable
 __all__ = ["PostgresStore"]
 
 _OPEN_TIMEOUT_SECONDS: Final = 10.0
+_CONNECTION_WAIT_SECONDS: Final = 5.0
+"""How long a request waits for a connection (the database down: STATE_UNAVAILABLE then)."""
 
 
 class _PostgresTx:
@@ -48,7 +50,14 @@ class PostgresStore(SqlStore):
         super().__init__(ttl, limit, saved)
         self._shown = shown
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[object, ...]]] = (
-            AsyncConnectionPool(url, min_size=1, max_size=pool_size, open=False)
+            AsyncConnectionPool(
+                url,
+                min_size=1,
+                max_size=pool_size,
+                open=False,
+                timeout=_CONNECTION_WAIT_SECONDS,
+                kwargs={"connect_timeout": int(_CONNECTION_WAIT_SECONDS)},
+            )
         )
 
     def describe(self) -> str:
