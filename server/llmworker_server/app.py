@@ -291,7 +291,9 @@ class ServerApp:
             paused_batch_oldest_age_seconds=self._oldest_paused_age,
             watchers=lambda: self.tools.watch.watchers,
         )
-        return ServerMetrics(gauges, self.registry.handle.__contains__, AUDIT.counts)
+        return ServerMetrics(
+            gauges, self.registry.handle.__contains__, AUDIT.counts, AUDIT.decision_counts
+        )
 
     def _new_call_log(self) -> CallLog | None:
         """Where finished calls go: log lines at INFO, and the metrics (None: nowhere)."""

@@ -21,7 +21,9 @@ from llmworker import __version__
 from llmworker.v1 import tool_service_pb2, tool_service_pb2_grpc
 from llmworker_server.cli import parse_args
 from llmworker_server.config import ServerConfig
+from llmworker_server.rpc.audit import AUDIT
 from tests.grpc_support import ServerProcess, serve, wait_for_lines
+from tests.server.test_auth import demo_worker
 from tests.tls_support import Pki
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -182,3 +184,43 @@ async def _calls_on_new_connections(port: int, count: int) -> None:
                 tool_service_pb2.CallToolRequest(name="echo", input_json='{"text": "x"}'),
                 timeout=10,
             )
+
+
+async def test_paused_batches_their_age_and_decisions_are_measured() -> None:
+    before = AUDIT.decision_counts()
+    async with serve(worker=demo_worker(), metrics_address="127.0.0.1:0") as served:
+        url = f"http://127.0.0.1:{served.app.metrics_port}/metrics"
+        async with grpc.aio.insecure_channel(served.target) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            delete = tool_service_pb2.CallToolRequest(
+                call_id="d", name="kv_delete", input_json='{"key": "k"}'
+            )
+            tokens = [
+                (
+                    await stub.CallTools(tool_service_pb2.CallToolsRequest(calls=[delete]))
+                ).paused.resume_token
+                for _ in range(2)
+            ]
+            samples = await scrape_until(url, "llmworker_paused_batches", 2)
+            await asyncio.sleep(1.1)
+            samples = await scrape_until(url, "llmworker_paused_batch_oldest_age_seconds", 1)
+            for token, decision in zip(
+                tokens,
+                [
+                    tool_service_pb2.CallDecision(call_id="d", approve=tool_service_pb2.Approval()),
+                    tool_service_pb2.CallDecision(call_id="d", deny=tool_service_pb2.Denial()),
+                ],
+                strict=True,
+            ):
+                request = tool_service_pb2.ResumeBatchRequest(
+                    resume_token=token, decisions=[decision]
+                )
+                await stub.ResumeBatch(request, timeout=10)
+        approved = before.get("approve", 0) + 1
+        samples = await scrape_until(
+            url, "llmworker_batch_decisions_total", approved, decision="approve"
+        )
+    assert metric_value(samples, "llmworker_batch_decisions_total", decision="deny") == (
+        before.get("deny", 0) + 1
+    )
+    assert metric_value(samples, "llmworker_paused_batches") == 0

@@ -442,10 +442,10 @@ async def test_an_edited_input_goes_through_the_pre_hooks_again() -> None:
     assert tools.ran == 0
 
 
-async def test_held_bytes_count_every_call_of_a_paused_batch() -> None:
-    async with batch_server(state="memory") as (served, stub, _tools):
+@pytest.mark.parametrize("state", ["memory", ""])  # "": the default SQLite store
+async def test_held_bytes_count_every_call_of_a_paused_batch(state: str) -> None:
+    async with batch_server(state=state) as (served, stub, _tools):
         store = served.app.tools.paused_batches
-        assert isinstance(store, MemoryStore)
         store.max_bytes = 100_000
         unknown = [(f"u{i}", "n" * 1000, "x" * 2000) for i in range(40)]
         refused = await failure(stub.CallTools(request(("1", "delete", "{}"), *unknown)))

@@ -448,7 +448,8 @@ class BatchCalls:
         return ErrorStatus.of(
             Reason.PAUSED_BATCHES_FULL,
             f"the store {self._paused.describe()} holds {self._paused.count} paused batches "
-            f"(--max-paused-batches {self._paused.limit}); nothing ran: resume or abandon "
+            f"(--max-paused-batches {self._paused.limit}, {self._paused.max_bytes} bytes of "
+            "requests at most); nothing ran: resume or abandon "
             "paused batches, retry later, or raise the limit",
         )
 

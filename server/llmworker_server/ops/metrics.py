@@ -45,6 +45,7 @@ class CallTotals:
     buckets: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
     seconds: dict[str, float] = field(default_factory=dict[str, float])
     refusals: dict[str, int] = field(default_factory=dict[str, int])
+    decisions: dict[str, int] = field(default_factory=dict[str, int])
 
     def add(self, other: CallTotals) -> None:
         for key, count in other.calls.items():
@@ -57,6 +58,8 @@ class CallTotals:
             self.seconds[tool] = self.seconds.get(tool, 0.0) + seconds
         for reason, count in other.refusals.items():
             self.refusals[reason] = self.refusals.get(reason, 0) + count
+        for kind, count in other.decisions.items():
+            self.decisions[kind] = self.decisions.get(kind, 0) + count
 
     def copy(self) -> CallTotals:
         """A copy safe to read while the event loop goes on counting (from the HTTP thread)."""
@@ -65,6 +68,7 @@ class CallTotals:
             {tool: list(counts) for tool, counts in self.buckets.copy().items()},
             self.seconds.copy(),
             self.refusals.copy(),
+            self.decisions.copy(),
         )
 
 
@@ -99,10 +103,12 @@ class ServerMetrics(Collector):
         gauges: Gauges,
         is_tool: Callable[[str], bool],
         refusals: Callable[[], dict[str, int]] = dict[str, int],
+        decisions: Callable[[], dict[str, int]] = dict[str, int],
     ) -> None:
         self.gauges = gauges
         self._is_tool = is_tool
         self._refusals = refusals
+        self._decisions = decisions
         self._totals = CallTotals()
 
     def count(self, calls: Iterable[tuple[str, str, float]]) -> None:
@@ -125,6 +131,7 @@ class ServerMetrics(Collector):
     def totals(self) -> CallTotals:
         totals = self._totals.copy()
         totals.refusals = self._refusals()
+        totals.decisions = self._decisions()
         return totals
 
     def collect(self) -> Iterator[Metric]:
@@ -162,6 +169,14 @@ def families(totals: CallTotals, gauges: dict[str, int]) -> Iterator[Metric]:
     for reason, count in sorted(totals.refusals.items()):
         refusals.add_metric([reason], count)
     yield refusals
+    decisions = CounterMetricFamily(
+        "llmworker_batch_decisions",
+        "Decisions on paused batches' calls (ResumeBatch), by kind: approve, deny, edit",
+        labels=["decision"],
+    )
+    for kind, count in sorted(totals.decisions.items()):
+        decisions.add_metric([kind], count)
+    yield decisions
     for name, help_text in _GAUGES.items():
         yield GaugeMetricFamily(f"llmworker_{name}", help_text, value=gauges.get(name, 0))
 

@@ -39,6 +39,7 @@ def _encode(totals: CallTotals, gauges: dict[str, int]) -> str:
             "buckets": totals.buckets,
             "seconds": totals.seconds,
             "refusals": totals.refusals,
+            "decisions": totals.decisions,
             "gauges": gauges,
         }
     )
@@ -50,8 +51,9 @@ def _decode(text: str) -> tuple[CallTotals, dict[str, int]]:
     buckets = {str(tool): [int(n) for n in counts] for tool, counts in data["buckets"].items()}
     seconds = {str(tool): float(total) for tool, total in data["seconds"].items()}
     refusals = {str(reason): int(count) for reason, count in data.get("refusals", {}).items()}
+    decisions = {str(kind): int(count) for kind, count in data.get("decisions", {}).items()}
     gauges = {str(name): int(value) for name, value in data["gauges"].items()}
-    return CallTotals(calls, buckets, seconds, refusals), gauges
+    return CallTotals(calls, buckets, seconds, refusals, decisions), gauges
 
 
 class SnapshotWriter:

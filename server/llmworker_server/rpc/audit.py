@@ -55,11 +55,12 @@ CURRENT_CALLER: Final = contextvars.ContextVar[str]("llmworker_caller", default=
 
 
 class Audit:
-    """Refusals, logged (rate-limited per reason) and counted; decisions, logged."""
+    """Refusals, logged (rate-limited per reason) and counted; decisions, logged and counted."""
 
     def __init__(self, burst: int = 20, window: float = 10.0) -> None:
         self._budget = LogBudget(burst, window)
         self._counts: dict[str, int] = {}
+        self._decisions: dict[str, int] = {}
 
     @property
     def burst(self) -> int:
@@ -73,6 +74,10 @@ class Audit:
     def counts(self) -> dict[str, int]:
         """Refusals so far by reason (a copy, safe to read from another thread)."""
         return self._counts.copy()
+
+    def decision_counts(self) -> dict[str, int]:
+        """Decisions so far by kind (approve, deny, edit; a copy)."""
+        return self._decisions.copy()
 
     def refused(self, status: ErrorStatus) -> None:
         """Count and (within the rate) log the refusal ``status`` of the running RPC."""
@@ -94,6 +99,7 @@ class Audit:
     def decided(self, batch: str, call_id: str, tool: str, decision: str, owner: str) -> None:
         """Log one approval decision: who decided (the running RPC's caller), on which call
         of whose batch, and what (approve, deny or edit); the log line says when."""
+        self._decisions[decision] = self._decisions.get(decision, 0) + 1
         _log.info(
             "decision %s batch=%s call_id=%s tool=%s by=%s owner=%s",
             decision,

@@ -67,8 +67,11 @@ class SqlStore(PausedStore):
 
     shared = True
 
-    def __init__(self, ttl: float, limit: int, saved: SavedBatches) -> None:
+    def __init__(
+        self, ttl: float, limit: int, saved: SavedBatches, max_bytes: int = 256 * 1024 * 1024
+    ) -> None:
         super().__init__(ttl, limit)
+        self.max_bytes = max_bytes
         self._saved = saved
         self._process = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -113,11 +116,12 @@ class SqlStore(PausedStore):
                 await tx.execute("DELETE FROM paused_batches WHERE id = %s", [replaces])
             if not resumed:
                 rows = await tx.fetch(
-                    "SELECT count(*) FROM paused_batches WHERE state = 'paused' "
-                    "AND expires_at > %s",
+                    "SELECT count(*), coalesce(sum(size), 0) FROM paused_batches "
+                    "WHERE state = 'paused' AND expires_at > %s",
                     [now],
                 )
-                if int(cast("int", rows[0][0])) >= self.limit:
+                count, held_bytes = int(cast("int", rows[0][0])), int(cast("int", rows[0][1]))
+                if count >= self.limit or held_bytes + size > self.max_bytes:
                     return None
             await tx.execute(
                 "INSERT INTO paused_batches (id, secret_sha256, state, owner, summary, batch, "
@@ -137,6 +141,8 @@ class SqlStore(PausedStore):
                 ],
             )
         self.count += 1
+        if self.oldest_created is None:
+            self.oldest_created = now
         return f"{SHARED_PREFIX}.{batch_id}.{secret}", held
 
     async def find(self, token: str) -> Found:

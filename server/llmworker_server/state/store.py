@@ -1,7 +1,7 @@
 """The interface every paused-batch store keeps, whatever its engine.
 
-- ``hold`` keeps a paused batch and returns its token (None when ``limit`` live batches are
-  held; a batch that paused again on resume is kept whatever the limit, replacing the one
+- ``hold`` keeps a paused batch and returns its token (None when ``limit`` live batches, or
+  ``max_bytes`` of their requests, are held; a batch that paused again on resume is kept whatever the limit, replacing the one
   it came from in the same step).
 - ``find`` / ``find_id`` read a batch without using it up: the checks on the caller and the
   decisions come before anything is spent.
@@ -50,6 +50,8 @@ class PausedStore(abc.ABC):
     kind: str
     shared: bool  # other processes (and this one after a restart) see its batches
     replica: str = ""  # the memory store's process name; "" for a shared store
+
+    max_bytes: int
 
     def __init__(self, ttl: float, limit: int) -> None:
         self.ttl = ttl
