@@ -13,8 +13,6 @@ import time
 from collections.abc import Mapping
 from typing import Final, cast
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from llmworker import (
     BatchOutcome,
     Completed,
@@ -25,10 +23,7 @@ from llmworker import (
     Paused,
     ToolBatchAborted,
     ToolCall,
-    ToolError,
-    ToolOutput,
     ToolResult,
-    ToolServerError,
     canonical_json,
     tool_calls_from,
     tool_results_message,
@@ -42,11 +37,12 @@ from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 from ..state.held import Elsewhere, HeldBatch, Interrupted, Unresumable
 from ..state.store import Found, PausedStore, StateUnavailable
 from .admission import CallAdmission
+from .batch_messages import BatchMessages
 from .decisions import decision_name, decisions_of
 from .failures import CallFailures
 from .limits import CallLimits
 from .requests import aborted_status, batch_problem, call_metadata, invalid
-from .responses import CallResponses, tool_internal
+from .responses import CallResponses
 
 __all__ = ["BatchCalls", "state_unavailable"]
 
@@ -115,6 +111,7 @@ class BatchCalls:
         self._registry = registry
         self._limits = limits
         self._paused = paused
+        self._messages = BatchMessages(admission, failures, responses, limits)
 
     @property
     def paused(self) -> PausedStore:
@@ -326,7 +323,7 @@ class BatchCalls:
             await self._finish(resumed)
         if isinstance(outcome, Completed):
             self._log(outcome.results, names, started, caller)
-            completed = self._completed(outcome.results, names)
+            completed = self._messages.completed(outcome.results, names)
             if form is not None:  # the batch came from RunProviderToolCalls
                 calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "")
                          for result in outcome.results]  # fmt: skip
@@ -350,7 +347,7 @@ class BatchCalls:
         if held is None:
             await abort(context, await self._full())
         token, record = held
-        message = self._paused_message(token, record)
+        message = self._messages.paused(token, record)
         if message.ByteSize() > self._limits.max_output_bytes - 8:
             await self._finish(record.batch_id)
             await abort(
@@ -361,79 +358,6 @@ class BatchCalls:
                 ),
             )
         return pb.CallToolsResponse(paused=message)
-
-    def _completed(self, results: list[ToolResult], names: dict[str, str]) -> pb.CompletedBatch:
-        messages = [self._result(result, names.get(result.call_id, "")) for result in results]
-        batch = pb.CompletedBatch(results=messages)
-        limit = self._limits.max_output_bytes - 8  # the outcome field's framing
-        by_size = sorted(batch.results, key=lambda message: message.ByteSize(), reverse=True)
-        for message in by_size:  # over the message limit: drop the largest outputs first
-            size = batch.ByteSize()
-            if size <= limit:
-                break
-            dropped = message.ByteSize()
-            name = names.get(message.call_id, "")
-            message.CopyFrom(
-                self._error(
-                    message.call_id,
-                    name,
-                    tool_internal(
-                        f"the batch's results are {size} bytes, over the {limit} a response may "
-                        f"carry (--max-message-bytes); this result of '{shorten(name)}' "
-                        f"({dropped} bytes) was dropped: send fewer or smaller calls per batch"
-                    ),
-                )
-            )
-        return batch
-
-    def _result(self, result: ToolResult, name: str) -> pb.CallResult:
-        if result.is_error:
-            error = result.error or ToolError.ExecutionFailed(result.content)
-            message = self._error(result.call_id, name, error)
-            message.output = result.content
-            return message
-        try:
-            output = self._responses.response_of(
-                name, ToolOutput(result.content, result.structured)
-            )
-            return pb.CallResult(
-                call_id=result.call_id,
-                output=output.output,
-                structured_output_json=output.structured_output_json,
-                skipped=result.skipped,
-            )
-        except ToolServerError as error:  # too large, or not Unicode
-            return self._error(result.call_id, name, error)
-
-    def _error(self, call_id: str, name: str, error: ToolError | ToolServerError) -> pb.CallResult:
-        status = self._failures.failed(name, self._admission.next_call_id(), error)
-        return pb.CallResult(
-            call_id=call_id, output=status.message, is_error=True, error=status.to_proto()
-        )
-
-    def _paused_message(self, token: str, held: HeldBatch) -> pb.PausedBatch:
-        paused = held.paused
-        awaiting = set(paused.awaiting_approval)
-        expire_time = Timestamp()
-        expire_time.FromNanoseconds(int(held.expires_at * 1e9))
-        return pb.PausedBatch(
-            resume_token=token,
-            pending_calls=[
-                pb.PendingCall(
-                    call_id=call.id,
-                    name=call.name,
-                    input_json=call.input_json,
-                    awaiting_approval=call.id in awaiting,
-                )
-                for call in paused.pending_calls
-            ],
-            results=[self._result(result, held.names.get(result.call_id, ""))
-                     for result in paused.results],
-            reason=paused.reason,
-            paused_call_id=paused.paused_call.id,
-            expire_time=expire_time,
-            batch_id=held.batch_id,
-        )  # fmt: skip
 
     async def _finish(self, batch_id: str) -> None:
         """Forget a claimed batch; one the store cannot reach now expires there."""

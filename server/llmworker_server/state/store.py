@@ -1,8 +1,8 @@
 """The interface every paused-batch store keeps, whatever its engine.
 
 - ``hold`` keeps a paused batch and returns its token (None when ``limit`` live batches, or
-  ``max_bytes`` of their requests, are held; a batch that paused again on resume is kept whatever the limit, replacing the one
-  it came from in the same step).
+  ``max_bytes`` of their requests, are held; a batch that paused again on resume is kept
+  whatever the limit, replacing the one it came from in the same step).
 - ``find`` / ``find_id`` read a batch without using it up: the checks on the caller and the
   decisions come before anything is spent.
 - ``claim`` spends it, once: of any number of concurrent claims, on any processes sharing the
