@@ -2,14 +2,16 @@
 
 The text holds each call (id, name, input, metadata, timeout), its result when it has one
 (an unknown tool, a skip, a denial), whether it was approved and which pre-hook runs next on
-its input, plus the names of the worker's pre-hooks. Loading it on a worker rebuilds the
-batch there: tools are looked up again by name (one gone since is an unknown-tool result),
-and the pre-hook chain must carry the same names in the same order, since the batch goes on
-from the hook after the one that paused. Deadlines are not kept: set them on resume.
+its input, plus the names of the pre-hooks of the chain it paused in. Loading it on a worker
+rebuilds the batch there: tools are looked up again by name (one gone since is an
+unknown-tool result), and the pre-hook chain must carry the same names in the same order,
+since the batch goes on from the hook after the one that paused. Deadlines are not kept:
+set them on resume.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping
 from typing import Final, cast
@@ -35,7 +37,7 @@ def hook_name(hook: PreToolCallHook) -> str | None:
     module = getattr(hook, "__module__", None)
     if not isinstance(qualname, str) or not isinstance(module, str):
         kind = type(hook)
-        if kind.__call__ is object.__call__ or "__call__" not in vars(kind):  # no own __call__
+        if not inspect.isfunction(getattr(kind, "__call__", None)):  # not a Python __call__
             return None
         qualname, module = kind.__qualname__, kind.__module__
     if "<lambda>" in qualname:
@@ -48,16 +50,17 @@ def unnamed_hooks(hooks: HookChains) -> list[str]:
     return [shorten(repr(hook), 120) for hook in hooks.pre if hook_name(hook) is None]
 
 
-def save_paused(paused: Paused, hooks: HookChains) -> str:
-    """``paused`` (still resumable, not taken) as JSON text; ``WorkerError`` when it was
-    resumed already, came from a server, or a pre-hook has no stable name."""
+def save_paused(paused: Paused) -> str:
+    """``paused`` (still resumable, not taken) as JSON text, with the names of the pre-hooks
+    of the chain it paused in; ``WorkerError`` when it was resumed already, came from a
+    server, or one of those pre-hooks has no stable name."""
     run = paused.peek(BatchRun)
-    unnamed = unnamed_hooks(hooks)
+    unnamed = unnamed_hooks(run.hooks)
     if unnamed:
         raise WorkerError(_unnamed_message(unnamed))
     state = {
         "v": _VERSION,
-        "hooks": [hook_name(hook) for hook in hooks.pre],
+        "hooks": [hook_name(hook) for hook in run.hooks.pre],
         "paused_call": paused.paused_call.id,
         "reason": paused.reason,
         "calls": [_planned_state(planned) for planned in run.planned],
@@ -84,14 +87,16 @@ def load_paused(text: str, handle: ToolServerHandle, hooks: HookChains) -> Pause
                 "same order"
             )
         run = BatchRun(handle, hooks, [])
-        calls = cast("list[dict[str, object]]", saved["calls"])
-        run.planned = [_planned_from(handle, call) for call in calls]
-        paused_id = cast("str", saved["paused_call"])
+        calls = saved["calls"]
+        if not isinstance(calls, list):
+            raise TypeError(f"field 'calls' holds {type(calls).__name__}, not a list")
+        run.planned = [_planned_from(handle, _object(call)) for call in cast("list[object]", calls)]
+        paused_id = _text(saved, "paused_call")
         paused_call = next(p.call for p in run.planned if p.call.id == paused_id)
-        return run.paused_at(paused_call, cast("str", saved["reason"]))
+        return run.paused_at(paused_call, _text(saved, "reason"))
     except WorkerError:
         raise
-    except (ValueError, KeyError, TypeError, StopIteration) as error:
+    except (ValueError, KeyError, TypeError, StopIteration, RecursionError) as error:
         raise WorkerError(
             f"the saved batch is not valid ({type(error).__name__}: {shorten(str(error))}); "
             "pass the text save_paused returned, unchanged"
@@ -103,7 +108,7 @@ def _unnamed_message(unnamed: list[str]) -> str:
         f"the pre-tool-call hooks {', '.join(unnamed)} have no stable name (a lambda, or a "
         "callable without __qualname__): a paused batch saved for another process records "
         "the hooks by module and name, to check it resumes with the same ones; define "
-        "each as a named function or a class with __call__"
+        "each as a named function or a class with __call__ (not a functools.partial)"
     )
 
 
@@ -142,41 +147,81 @@ def _result_state(result: ToolResult) -> dict[str, object]:
 
 
 def _planned_from(handle: ToolServerHandle, state: Mapping[str, object]) -> PlannedCall:
-    metadata = cast("dict[str, str]", state["metadata"])
+    metadata = _object(state["metadata"])
+    if not all(isinstance(value, str) for value in metadata.values()):
+        raise ValueError("a call's metadata holds a value that is not text")
     timeout = state["timeout"]
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise TypeError(f"field 'timeout' holds {type(timeout).__name__}")
     call = ToolCall(
-        cast("str", state["id"]),
-        cast("str", state["name"]),
-        cast("str", state["input"]),
-        CallMetadata(metadata) if metadata else CallMetadata({}),
+        _text(state, "id"),
+        _text(state, "name"),
+        _text(state, "input"),
+        CallMetadata(cast("dict[str, str]", metadata)),
         None,
-        float(cast("float", timeout)) if timeout is not None else None,
+        None if timeout is None else float(timeout),
     )
     target = handle.get_tool(call.name)
-    saved = state["result"]
-    result = None if saved is None else _result_from(call, cast("dict[str, object]", saved))
+    saved = _maybe_object(state, "result")
+    result = None if saved is None else _result_from(call, saved)
     if result is None and target is None:  # gone since the pause
         error = ToolServerError.ToolNotFound(call.name)
         result = ToolResult(call.id, str(error), is_error=True, error=error)
     planned = PlannedCall(call, target, result)
-    planned.approved = bool(state["approved"])
-    planned.next_hook = int(cast("int", state["next_hook"]))
-    planned.hooked = bool(state["hooked"])
+    planned.approved = _flag(state, "approved")
+    planned.next_hook = _whole(state, "next_hook")
+    planned.hooked = _flag(state, "hooked")
     return planned
 
 
 def _result_from(call: ToolCall, state: Mapping[str, object]) -> ToolResult:
-    kind = cast("dict[str, object] | None", state["error"])
+    saved = _maybe_object(state, "error")
+    kind = None if saved is None else _text(saved, "kind")
     error: ToolServerError | None = None
-    if kind is not None and kind["kind"] == "CallDenied":
-        error = ToolServerError.CallDenied(call.id, call.name, cast("str", kind["reason"]))
-    elif kind is not None:
+    if saved is not None and kind == "CallDenied":
+        error = ToolServerError.CallDenied(call.id, call.name, _text(saved, "reason"))
+    elif kind == "ToolNotFound":
         error = ToolServerError.ToolNotFound(call.name)
+    elif kind is not None:
+        raise ValueError(f"a result's error kind {shorten(kind, 40)!r} is not one a pause holds")
+    structured = _maybe_object(state, "structured")
     return ToolResult(
         call.id,
-        cast("str", state["content"]),
-        is_error=bool(state["is_error"]),
+        _text(state, "content"),
+        is_error=_flag(state, "is_error"),
         error=error,
-        structured=cast("JsonObject | None", state["structured"]),
-        skipped=bool(state["skipped"]),
+        structured=cast("JsonObject | None", structured),
+        skipped=_flag(state, "skipped"),
     )
+
+
+def _object(value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, found {type(value).__name__}")
+    return cast("dict[str, object]", value)
+
+
+def _maybe_object(state: Mapping[str, object], key: str) -> dict[str, object] | None:
+    value = state[key]
+    return None if value is None else _object(value)
+
+
+def _text(state: Mapping[str, object], key: str) -> str:
+    value = state[key]
+    if not isinstance(value, str):
+        raise TypeError(f"field {key!r} holds {type(value).__name__}, not text")
+    return value
+
+
+def _flag(state: Mapping[str, object], key: str) -> bool:
+    value = state[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"field {key!r} holds {type(value).__name__}, not true or false")
+    return value
+
+
+def _whole(state: Mapping[str, object], key: str) -> int:
+    value = state[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"field {key!r} holds {type(value).__name__}, not a whole number")
+    return value

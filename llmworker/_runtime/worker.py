@@ -189,10 +189,12 @@ class Worker(Generic[StateT]):
     def save_paused(self, paused: Paused) -> str:
         """``paused`` as JSON text a worker with the same tools and pre-hooks (another
         process, or this one after a restart) turns back into a batch with ``load_paused``.
-        The batch stays resumable here too: resume it in one place only. ``WorkerError``
-        when it was resumed already, paused on a server, or a pre-hook has no stable name
-        (a lambda)."""
-        return save_paused(paused, self._live().hooks)
+        The text names the pre-hooks of the worker the batch paused on, whichever worker
+        saves it. The batch stays resumable here too: resume it in one place only.
+        ``WorkerError`` when it was resumed already, paused on a server, or one of those
+        pre-hooks has no stable name (a lambda)."""
+        self._live()
+        return save_paused(paused)
 
     def load_paused(self, saved: str) -> Paused:
         """The batch ``save_paused`` saved, to resume on this worker: tools are found by
