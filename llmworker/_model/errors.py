@@ -176,12 +176,15 @@ class WorkerStateError(WorkerError):
 
 
 class ToolBatchAborted(WorkerError):
-    """A hook returned ``Abort(reason)``; the rest of the batch did not run."""
+    """A hook returned ``Abort(reason)``; the rest of the batch did not run.
 
-    def __init__(self, reason: str, call_id: str) -> None:
+    ``after_execution`` is True when a post-tool-call hook aborted: the batch's calls ran."""
+
+    def __init__(self, reason: str, call_id: str, *, after_execution: bool = False) -> None:
         super().__init__(f"Tool batch aborted by a hook at call '{call_id}': {reason}")
         self.reason = reason
         self.call_id = call_id
+        self.after_execution = after_execution
 
 
 class StrictSchemaError(ValueError):

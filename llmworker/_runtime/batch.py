@@ -229,7 +229,7 @@ async def _run_post_hooks(
     for hook in hooks:
         outcome = await _resolve(hook(context))
         if isinstance(outcome, Abort):
-            raise ToolBatchAborted(outcome.reason, call.id)
+            raise ToolBatchAborted(outcome.reason, call.id, after_execution=True)
     return context.result
 
 

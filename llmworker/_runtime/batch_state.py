@@ -36,8 +36,14 @@ def hook_name(hook: PreToolCallHook) -> str | None:
     qualname = getattr(hook, "__qualname__", None)
     module = getattr(hook, "__module__", None)
     if not isinstance(qualname, str) or not isinstance(module, str):
-        kind = type(hook)
-        if not inspect.isfunction(getattr(kind, "__call__", None)):  # not a Python __call__
+        kind: type[object] = type(cast("object", hook))
+        own: object = None
+        for base in inspect.getmro(kind):
+            namespace: Mapping[str, object] = vars(base)
+            if "__call__" in namespace:
+                own = namespace["__call__"]
+                break
+        if not inspect.isfunction(own):  # no __call__ written in Python (a C type's, or none)
             return None
         qualname, module = kind.__qualname__, kind.__module__
     if "<lambda>" in qualname:

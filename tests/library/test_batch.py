@@ -204,14 +204,16 @@ async def test_pre_hook_abort_stops_the_batch_before_anything_runs() -> None:
     assert caught.value.reason == "echo is forbidden"
     assert caught.value.call_id == "2"
     assert str(caught.value) == "Tool batch aborted by a hook at call '2': echo is forbidden"
+    assert not caught.value.after_execution
     assert counter.count == 0
 
 
 async def test_post_hook_abort_raises_with_its_reason() -> None:
     worker, _, _ = make_worker()
     worker.add_post_tool_call_hook(lambda ctx: Abort("result leaked a secret"))
-    with pytest.raises(ToolBatchAborted, match="result leaked a secret"):
+    with pytest.raises(ToolBatchAborted, match="result leaked a secret") as caught:
         await worker.call_tools([ToolCall("1", "echo", "{}")])
+    assert caught.value.after_execution  # the call ran before the hook saw its result
 
 
 async def test_pause_returns_control_and_resume_continues_after_the_pausing_hook() -> None:
