@@ -75,6 +75,7 @@ class Reason(enum.StrEnum):
     PROVIDER_FORBIDDEN = "PROVIDER_FORBIDDEN"
     BATCH_INTERRUPTED = "BATCH_INTERRUPTED"
     STATE_UNAVAILABLE = "STATE_UNAVAILABLE"
+    BATCH_UNRESUMABLE = "BATCH_UNRESUMABLE"
 
 
 CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
@@ -103,6 +104,7 @@ CODES: Final[Mapping[Reason, grpc.StatusCode]] = {
     Reason.PROVIDER_FORBIDDEN: grpc.StatusCode.PERMISSION_DENIED,
     Reason.BATCH_INTERRUPTED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.STATE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Reason.BATCH_UNRESUMABLE: grpc.StatusCode.FAILED_PRECONDITION,
 }
 TABLE_REASONS: Final = frozenset(reason.value for reason in Reason)
 """Every reason string of the table, for checks on what a peer sent."""

@@ -77,6 +77,10 @@ class ToolServiceStub:
     have run); it is never run again
     STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
     be reached; nothing ran: retry later
+    BATCH_UNRESUMABLE      FAILED_PRECONDITION  ResumeBatch on a server that cannot rebuild
+    the batch (other --tools or pre-hooks than
+    the one that paused it, or a damaged record);
+    it stays held
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -190,6 +194,10 @@ class ToolServiceServicer:
     have run); it is never run again
     STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
     be reached; nothing ran: retry later
+    BATCH_UNRESUMABLE      FAILED_PRECONDITION  ResumeBatch on a server that cannot rebuild
+    the batch (other --tools or pre-hooks than
+    the one that paused it, or a damaged record);
+    it stays held
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -391,6 +399,10 @@ class ToolService:
     have run); it is never run again
     STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
     be reached; nothing ran: retry later
+    BATCH_UNRESUMABLE      FAILED_PRECONDITION  ResumeBatch on a server that cannot rebuild
+    the batch (other --tools or pre-hooks than
+    the one that paused it, or a damaged record);
+    it stays held
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the

@@ -64,6 +64,10 @@ class ToolServiceStub:
                                                   have run); it is never run again
       STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
                                                   be reached; nothing ran: retry later
+      BATCH_UNRESUMABLE      FAILED_PRECONDITION  ResumeBatch on a server that cannot rebuild
+                                                  the batch (other --tools or pre-hooks than
+                                                  the one that paused it, or a damaged record);
+                                                  it stays held
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
@@ -171,6 +175,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                                                   have run); it is never run again
       STATE_UNAVAILABLE      UNAVAILABLE          the paused-batch store (--state) could not
                                                   be reached; nothing ran: retry later
+      BATCH_UNRESUMABLE      FAILED_PRECONDITION  ResumeBatch on a server that cannot rebuild
+                                                  the batch (other --tools or pre-hooks than
+                                                  the one that paused it, or a damaged record);
+                                                  it stays held
 
     The status message is the error's text, e.g. "Tool 'x' not found" or
     "Tool execution failed: Invalid argument: query: Field required", cut to 1 KiB; the
