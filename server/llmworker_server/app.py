@@ -268,6 +268,8 @@ class ServerApp:
                 await store.refresh()
             except StateUnavailable as error:
                 _log.warning("could not count paused batches: %s", error)
+            except Exception:  # a defect: log it, and keep sweeping at the next tick
+                _log.exception("sweeping the paused-batch store failed")
 
     def _oldest_paused_age(self) -> int:
         oldest = self.tools.paused_batches.oldest_created

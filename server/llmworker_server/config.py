@@ -12,7 +12,7 @@ from llmworker import ClientTls
 
 from .errors import ConfigError
 from .rpc.tls import TlsFiles
-from .state.location import state_problem
+from .state.location import shown_url, state_problem
 
 MAX_PAUSED_BATCH_TTL = 30 * 86_400.0
 """The longest --paused-batch-ttl: 30 days."""
@@ -97,12 +97,14 @@ class ServerConfig:
 
     def described(self) -> dict[str, object]:
         """Every setting as JSON-ready values, without secrets: the token and the outgoing
-        TLS key show only whether they are set."""
+        TLS key show only whether they are set, the --state URL without its password."""
         described: dict[str, object] = {}
         for setting in fields(self):
             value: object = getattr(self, setting.name)
             if setting.name == "token":
                 value = "set" if value else None
+            elif setting.name == "state" and isinstance(value, str):
+                value = shown_url(value)
             elif isinstance(value, ClientTls):
                 value = {
                     "root_ca": value.root_ca is not None,

@@ -3,6 +3,7 @@ decides by batch id under the same rule as by token."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import grpc
@@ -16,6 +17,23 @@ from tests.server.test_auth import bearer, demo_worker
 from tests.server.test_caller_bound_approvals import NARROW, OTHER, OWNER, OWNER_TOO, UI, tokens
 
 Stub = tool_service_pb2_grpc.ToolServiceStub
+
+
+CRAFTED_POSITIONS = [
+    "[" * 50_000,  # nested past the recursion limit
+    '["9' + "9" * 5_000 + '", "0123456789abcdef"]',
+    "[" + "9" * 5_000 + ', "0123456789abcdef"]',  # a float cannot hold it
+    '[1e999, "0123456789abcdef"]',  # infinity
+    '[true, "0123456789abcdef"]',
+    "[1.5, 5]",
+    '[1.5, "not-an-id"]',
+    '[1.5, "0123456789abcdef", 3]',
+    '{"created": 1.5}',
+]
+
+
+def page_token(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
 
 
 def deleting(key: str) -> pb.CallToolsRequest:
@@ -102,6 +120,10 @@ async def test_bad_pages_are_refused_naming_the_field() -> None:
             (pb.ListPausedBatchesRequest(page_size=-1), "page_size"),
             (pb.ListPausedBatchesRequest(page_token="garbage"), "page_token"),
             (pb.ListPausedBatchesRequest(page_token="W10="), "page_token"),  # []
+            *[
+                (pb.ListPausedBatchesRequest(page_token=page_token(text)), "page_token")
+                for text in CRAFTED_POSITIONS
+            ],
         ]:
             with pytest.raises(grpc.aio.AioRpcError) as raised:
                 await stub.ListPausedBatches(request, timeout=10)
@@ -111,3 +133,23 @@ async def test_bad_pages_are_refused_naming_the_field() -> None:
         empty = await stub.ListPausedBatches(pb.ListPausedBatchesRequest(page_size=10_000))
         assert list(empty.batches) == []
         assert empty.next_page_token == ""
+
+
+async def test_a_caller_seeing_some_of_many_batches_gets_every_one_across_pages(
+    tmp_path: Path,
+) -> None:
+    # A page fills part-way through a short read of the store: the rest of that read is
+    # on the next page, not lost.
+    async with (
+        serve(worker=demo_worker(), auth_tokens=tokens(tmp_path / "tokens.json")) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = Stub(channel)
+        mine: list[str] = []
+        for index, caller in enumerate([OWNER, OTHER, OTHER] + [OWNER] * 6):
+            paused = await stub.CallTools(deleting(f"k{index}"), metadata=bearer(caller))
+            if caller == OWNER:
+                mine.append(paused.paused.batch_id)
+        for page_size in (1, 2, 3, 5, 7, 50):
+            shown = [batch.batch_id for batch in await listed(stub, OWNER, page_size=page_size)]
+            assert shown == mine, f"page_size {page_size}"

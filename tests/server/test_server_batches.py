@@ -205,7 +205,12 @@ async def test_a_token_resumes_once_and_unknown_tokens_are_not_found() -> None:
         resume = pb.ResumeBatchRequest(resume_token=token, decisions=[approve])
         done = await stub.ResumeBatch(resume, timeout=10)
         assert done.completed.results[0].output == "deleted /a"
-        for bad in (token, "", "x", token.split(".")[0] + ".wrong", "é" * 10_000):
+        again = await failure(stub.ResumeBatch(resume))
+        assert (again.code, again.reason) == (grpc.StatusCode.NOT_FOUND, "RESUME_TOKEN_UNKNOWN")
+        assert "do not send its calls again" in again.message
+        assert again.metadata["resumed_at"].endswith("Z")
+        wrong_secret = token.rpartition(".")[0] + ".not-its-secret"
+        for bad in (wrong_secret, "", "x", token.split(".")[0] + ".wrong", "é" * 10_000):
             refused = await failure(stub.ResumeBatch(pb.ResumeBatchRequest(resume_token=bad)))
             assert (refused.code, refused.reason) == (
                 grpc.StatusCode.NOT_FOUND,

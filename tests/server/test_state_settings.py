@@ -90,9 +90,28 @@ def test_a_store_setting_that_cannot_work_is_refused(
         config.check()
 
 
-def test_logs_never_show_a_database_password() -> None:
-    shown = shown_url("postgresql://app:s3cret@db.internal:5432/llm?sslmode=require")
-    assert shown == "postgresql://app:***@db.internal:5432/llm?sslmode=require"
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://app:s3cret@db.internal:5432/llm?sslmode=require",
+            "postgresql://app:***@db.internal:5432/llm?sslmode=require",
+        ),
+        (
+            "postgresql://app@db/llm?password=s3cret&sslmode=require",
+            "postgresql://app@db/llm?password=***&sslmode=require",
+        ),
+        ("host=db user=app password=s3cret dbname=llm", "host=db user=app password=*** dbname=llm"),
+        ("host=db PASSWORD = 's3 cret\\' x' dbname=llm", "host=db PASSWORD = *** dbname=llm"),
+        ("postgresql://app:s3cret@[::1/llm", "(a --state value that is no URL)"),
+    ],
+)
+def test_logs_never_show_a_database_password(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+    assert "s3" not in str(ServerConfig(port=0, state=url).described())
+    with pytest.raises(ConfigError) as refused:  # not a URL this server opens
+        ServerConfig(port=0, state=url.replace("postgresql://", "mysql://")).check()
+    assert "s3" not in str(refused.value)
 
 
 async def test_a_store_that_goes_away_answers_state_unavailable_and_calls_go_on(

@@ -7,10 +7,11 @@ store's claim makes one resume of it run, on whichever process it reaches.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, cast
 
 from llmworker import (
@@ -28,67 +29,29 @@ from llmworker import (
     tool_calls_from,
     tool_results_message,
 )
-from llmworker._wire import ErrorStatus, Reason, definition_format, shorten
+from llmworker._wire import ErrorStatus, Reason, definition_format
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..registry.registry import Registry
 from ..rpc.audit import AUDIT
 from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
-from ..state.held import Elsewhere, HeldBatch, Interrupted, Unresumable
+from ..state.held import HeldBatch
 from ..state.store import Found, PausedStore, StateUnavailable
 from .admission import CallAdmission
 from .batch_messages import BatchMessages
 from .decisions import decision_name, decisions_of
 from .failures import CallFailures
 from .limits import CallLimits
+from .not_held import not_held, state_unavailable
 from .requests import aborted_status, batch_problem, call_metadata, invalid
 from .responses import CallResponses
 
-__all__ = ["BatchCalls", "state_unavailable"]
+__all__ = ["BatchCalls"]
 
 _log = logging.getLogger("llmworker.server.batches")
 
-_UNKNOWN_TOKEN: Final = ErrorStatus.of(
-    Reason.RESUME_TOKEN_UNKNOWN,
-    "the resume token (or batch id) is unknown, expired or already used (a paused batch "
-    "waits --paused-batch-ttl, and resumes once); send the calls again with CallTools",
-)
-
-
-def _interrupted(found: Interrupted) -> ErrorStatus:
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(found.claimed_at))
-    ran = ", ".join(found.may_have_run) or "none"
-    return ErrorStatus.of(
-        Reason.BATCH_INTERRUPTED,
-        f"batch {found.batch_id} was resumed at {when} and has not finished: it is running "
-        "now, or the process running it stopped while its calls ran. It never runs again; "
-        f"the calls that may have run: {shorten(ran, 300)}. Check their effects, then send "
-        "what must still run with CallTools",
-        may_have_run=shorten(",".join(found.may_have_run), 500),
-    )
-
-
-def state_unavailable(error: StateUnavailable) -> ErrorStatus:
-    return ErrorStatus.of(Reason.STATE_UNAVAILABLE, f"{error}; nothing ran: retry later")
-
-
-def _paused_elsewhere(replica: str, here: str) -> ErrorStatus:
-    return ErrorStatus.of(
-        Reason.BATCH_PAUSED_ELSEWHERE,
-        f"the batch was paused by replica {replica}, and this is replica {here}: a paused "
-        "batch lives in the memory of the replica that paused it; send ResumeBatch to that "
-        "replica (keep an agent's session on one replica: a sticky route, or a connection to "
-        "it), run the replicas on a shared --state, or send the calls again with CallTools",
-        replica=replica,
-    )
-
-
-def _unresumable(why: str) -> ErrorStatus:
-    return ErrorStatus.of(
-        Reason.BATCH_PAUSED_ELSEWHERE,
-        f"this process cannot rebuild the batch: {why}; the batch is still held: resume it "
-        "on a server with the same --tools (and pre-hooks), or send the calls again",
-    )
+_DRAFT_ID: Final = "0" * 16
+_DRAFT_TOKEN: Final = "x" * 64  # no token is longer: a draft answer is as large as the real one
 
 
 class BatchCalls:
@@ -204,16 +167,6 @@ class BatchCalls:
         size = request.ByteSize()
         return await self._run(context, len(calls), names, size, calls, None, form, caller, caller)
 
-    def _not_held(self, found: Found) -> ErrorStatus:
-        """Why ``found`` is no batch to resume here."""
-        if isinstance(found, Interrupted):
-            return _interrupted(found)
-        if isinstance(found, Elsewhere):
-            return _paused_elsewhere(found.replica, self._paused.replica)
-        if isinstance(found, Unresumable):
-            return _unresumable(found.why)
-        return _UNKNOWN_TOKEN
-
     async def _find(self, request: pb.ResumeBatchRequest, context: Context) -> HeldBatch:
         if request.resume_token and request.batch_id:
             await abort(context, invalid("set resume_token or batch_id, not both"))
@@ -225,7 +178,7 @@ class BatchCalls:
         except StateUnavailable as error:
             await abort(context, state_unavailable(error))
         if not isinstance(found, HeldBatch):
-            await abort(context, self._not_held(found))
+            await abort(context, not_held(found, self._paused.replica))
         return found
 
     async def _claim(self, held: HeldBatch, decisions: Mapping[str, Decision]) -> Found | None:
@@ -260,12 +213,14 @@ class BatchCalls:
             await abort(context, refused)  # the token stays usable: retry later
         try:
             lost = await self._claim(held, decisions)
-        except StateUnavailable as error:
+        except BaseException as error:  # the store down, or the RPC cancelled meanwhile
             self._admission.release(pending)
-            await abort(context, state_unavailable(error))
+            if isinstance(error, StateUnavailable):
+                await abort(context, state_unavailable(error))
+            raise
         if lost is not None:
             self._admission.release(pending)
-            await abort(context, self._not_held(lost))
+            await abort(context, not_held(lost, self._paused.replica))
         for call in held.paused.pending_calls:
             decision = decisions.get(call.id)
             if decision is not None:
@@ -313,15 +268,15 @@ class BatchCalls:
                 outcome = await worker.call_tools(work)
         except BaseException as error:
             if resumed is not None:
-                await self._finish(resumed)
+                await self._ended_early(resumed, error)
             if isinstance(error, ToolBatchAborted):
                 await abort(context, aborted_status(error, ""))
             raise
         finally:
             self._admission.release(count)
-        if isinstance(outcome, Completed) and resumed is not None:
-            await self._finish(resumed)
         if isinstance(outcome, Completed):
+            if resumed is not None:
+                await self._settle(self._paused.finish, resumed)
             self._log(outcome.results, names, started, caller)
             completed = self._messages.completed(outcome.results, names)
             if form is not None:  # the batch came from RunProviderToolCalls
@@ -332,6 +287,32 @@ class BatchCalls:
                     cast("JsonValue", appended)
                 ).decode()
             return pb.CallToolsResponse(completed=completed)
+        return await self._hold(context, outcome, names, size, form, owner, resumed)
+
+    async def _hold(
+        self,
+        context: Context,
+        outcome: Paused,
+        names: dict[str, str],
+        size: int,
+        form: DefinitionFormat | None,
+        owner: str,
+        resumed: str | None,
+    ) -> pb.CallToolsResponse:
+        """Keep a batch that paused (again, when it is the claimed batch ``resumed``: nothing
+        of it ran, so a refusal here gives the claim back) and answer its token."""
+        now = time.time()
+        draft = HeldBatch(_DRAFT_ID, outcome, names, size, now, now + self._paused.ttl, form, owner)
+        message = self._messages.paused(_DRAFT_TOKEN, draft)
+        if message.ByteSize() > self._limits.max_output_bytes - 8:
+            await self._give_back(resumed)
+            await abort(
+                context,
+                invalid(
+                    f"the paused batch is {message.ByteSize()} bytes, more than a response may "
+                    "carry (--max-message-bytes); nothing ran: send fewer or smaller calls"
+                ),
+            )
         try:
             held = await self._paused.hold(
                 outcome,
@@ -343,28 +324,43 @@ class BatchCalls:
                 replaces=resumed,
             )
         except StateUnavailable as error:
+            await self._give_back(resumed)
             await abort(context, state_unavailable(error))
+        except BaseException:
+            await self._give_back(resumed)
+            raise
         if held is None:
             await abort(context, await self._full())
         token, record = held
-        message = self._messages.paused(token, record)
-        if message.ByteSize() > self._limits.max_output_bytes - 8:
-            await self._finish(record.batch_id)
-            await abort(
-                context,
-                invalid(
-                    f"the paused batch is {message.ByteSize()} bytes, more than a response may "
-                    "carry (--max-message-bytes); nothing ran: send fewer or smaller calls"
-                ),
-            )
+        message.resume_token, message.batch_id = token, record.batch_id
+        message.expire_time.FromNanoseconds(int(record.expires_at * 1e9))
         return pb.CallToolsResponse(paused=message)
 
-    async def _finish(self, batch_id: str) -> None:
-        """Forget a claimed batch; one the store cannot reach now expires there."""
+    async def _ended_early(self, batch_id: str, error: BaseException) -> None:
+        """A resume of ``batch_id`` raised: a pre-hook's abort ran nothing, so the batch is
+        over; otherwise (the client gone, a post-hook's abort) calls may have run, and the
+        claim stays, answering BATCH_INTERRUPTED, so nothing runs twice."""
+        if isinstance(error, ToolBatchAborted) and not error.after_execution:
+            await self._settle(self._paused.forget, batch_id)
+        else:
+            _log.warning(
+                "the resume of batch %s ended early (%s); it stays interrupted until it expires",
+                batch_id,
+                type(error).__name__,
+            )
+
+    async def _give_back(self, resumed: str | None) -> None:
+        if resumed is not None:
+            await self._settle(self._paused.release, resumed)
+
+    async def _settle(self, step: Callable[[str], Awaitable[None]], batch_id: str) -> None:
+        """Run ``step`` (finish, forget, release) on a claimed batch, shielded from the
+        caller's cancellation; one the store cannot reach now stays claimed (interrupted)
+        until it expires."""
         try:
-            await self._paused.finish(batch_id)
+            await asyncio.shield(step(batch_id))
         except StateUnavailable as error:
-            _log.warning("batch %s stays in the store until it expires: %s", batch_id, error)
+            _log.warning("batch %s stays claimed until it expires: %s", batch_id, error)
 
     async def _full(self) -> ErrorStatus:
         with contextlib.suppress(StateUnavailable):

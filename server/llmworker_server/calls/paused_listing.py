@@ -12,8 +12,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import re
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -24,7 +26,7 @@ from ..rpc.auth import CallerCheck
 from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 from ..state.held import BatchSummary
 from ..state.store import PausedStore, StateUnavailable
-from .batches import state_unavailable
+from .not_held import state_unavailable
 from .requests import invalid
 
 __all__ = ["PausedListing"]
@@ -32,6 +34,8 @@ __all__ = ["PausedListing"]
 _DEFAULT_PAGE: Final = 50
 _MAX_PAGE: Final = 500
 _MAX_SCANNED: Final = 5_000
+_MAX_TOKEN_CHARS: Final = 200
+_BATCH_ID: Final = re.compile(r"[0-9a-f]{16}")
 
 
 class PausedListing:
@@ -56,20 +60,21 @@ class PausedListing:
         if isinstance(visible, ErrorStatus):
             await abort(context, visible)
         shown: list[BatchSummary] = []
-        scanned, last = 0, after
+        scanned, last, exhausted = 0, after, False
         try:
-            while len(shown) < size and scanned < _MAX_SCANNED:
+            while len(shown) < size and scanned < _MAX_SCANNED and not exhausted:
                 page = await self._store.page(last, size)
                 scanned += len(page)
-                for summary in page:
+                exhausted = len(page) < size  # the store has no more after this page
+                for index, summary in enumerate(page):
                     last = (summary.created_at, summary.batch_id)
                     if visible(summary):
                         shown.append(summary)
                         if len(shown) == size:
+                            exhausted = exhausted and index == len(page) - 1
                             break
-                if len(page) < size:
-                    last = None  # the end
-                    break
+            if exhausted:
+                last = None
         except StateUnavailable as error:
             await abort(context, state_unavailable(error))
         return pb.ListPausedBatchesResponse(
@@ -104,14 +109,28 @@ def _token(position: tuple[float, str]) -> str:
 def _position(token: str) -> tuple[float, str] | ErrorStatus | None:
     if not token:
         return None
+    bad = invalid(
+        "page_token is not one ListPausedBatches returned; pass next_page_token "
+        "unchanged, or none for the first page"
+    )
+    if len(token) > _MAX_TOKEN_CHARS:
+        return bad
     try:
-        created, batch_id = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return float(created), str(batch_id)
-    except (ValueError, TypeError, binascii.Error, UnicodeError):
-        return invalid(
-            "page_token is not one ListPausedBatches returned; pass next_page_token "
-            "unchanged, or none for the first page"
-        )
+        decoded: object = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, binascii.Error, UnicodeError, RecursionError):
+        return bad
+    if not isinstance(decoded, list) or len(cast("list[object]", decoded)) != 2:
+        return bad
+    created, batch_id = cast("list[object]", decoded)
+    if isinstance(created, bool) or not isinstance(created, int | float):
+        return bad
+    if not isinstance(batch_id, str) or not _BATCH_ID.fullmatch(batch_id):
+        return bad
+    try:
+        position = float(created)
+    except OverflowError:
+        return bad
+    return (position, batch_id) if math.isfinite(position) else bad
 
 
 def _message(summary: BatchSummary) -> pb.PausedBatchSummary:

@@ -21,6 +21,7 @@ __all__ = [
     "Elsewhere",
     "HeldBatch",
     "Interrupted",
+    "Resumed",
     "Unknown",
     "Unresumable",
     "new_secret",
@@ -67,7 +68,8 @@ class BatchSummary:
 
 @dataclass(frozen=True, slots=True)
 class Unknown:
-    """No batch: the token or id is unknown, expired, or its batch finished."""
+    """No batch: the token or id is unknown, expired, abandoned by a hook's abort, or its
+    resume finished longer ago than ``RESUMED_KEPT``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,15 @@ class Interrupted:
     batch_id: str
     claimed_at: float
     may_have_run: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """The batch was resumed at ``claimed_at`` and that resume ran to its end: its results
+    went to the caller of that ResumeBatch."""
+
+    batch_id: str
+    claimed_at: float
 
 
 @dataclass(frozen=True, slots=True)

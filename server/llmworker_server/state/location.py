@@ -10,6 +10,7 @@ else ``~/.local/state/llmworker``. The URL may come from ``--state-file`` or
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Final
@@ -23,6 +24,9 @@ __all__ = ["STATE_ENV", "default_state_dir", "open_store", "shown_url", "state_p
 STATE_ENV: Final = "LLMWORKER_STATE"
 STATE_DIR_ENV: Final = "LLMWORKER_STATE_DIR"
 _DEFAULT_FILE: Final = "paused-batches.db"
+_PASSWORD_SETTING: Final = re.compile(
+    r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)", re.IGNORECASE
+)
 
 
 def default_state_dir() -> Path:
@@ -35,10 +39,16 @@ def default_state_dir() -> Path:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as logs may show it: a password replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
+    """``url`` as logs may show it: every password (``user:PASSWORD@``, a ``password=``
+    parameter or conninfo key) replaced by ``***``."""
+    masked = _PASSWORD_SETTING.sub(r"\1***", url)
+    try:
+        parts = urllib.parse.urlsplit(masked)
+        password = parts.password
+    except ValueError:  # a netloc urllib cannot read: show none of it
+        return "(a --state value that is no URL)"
+    if password is None:
+        return masked
     host = parts.netloc.rpartition("@")[2]
     user = urllib.parse.quote(parts.username or "", safe="")
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -24,6 +24,18 @@ __all__ = ["PostgresStore"]
 _OPEN_TIMEOUT_SECONDS: Final = 10.0
 _CONNECTION_WAIT_SECONDS: Final = 5.0
 """How long a request waits for a connection (the database down: STATE_UNAVAILABLE then)."""
+_CONNECTION_SETTINGS: Final[dict[str, object]] = {
+    "connect_timeout": int(_CONNECTION_WAIT_SECONDS),
+    # A statement, or a wait for a lock (the hold lock, a row), ends after 5 s; a session
+    # left inside a transaction (its replica gone) is ended by the server after 60 s.
+    "options": "-c statement_timeout=5000 -c lock_timeout=5000 "
+    "-c idle_in_transaction_session_timeout=60000",
+    # A peer that vanished (a partition, no RST) is noticed in about 25 s, not hours.
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
 
 
 class _PostgresTx:
@@ -56,7 +68,7 @@ class PostgresStore(SqlStore):
                 max_size=pool_size,
                 open=False,
                 timeout=_CONNECTION_WAIT_SECONDS,
-                kwargs={"connect_timeout": int(_CONNECTION_WAIT_SECONDS)},
+                kwargs=_CONNECTION_SETTINGS,
             )
         )
 
@@ -80,7 +92,9 @@ class PostgresStore(SqlStore):
         await self._pool.close()
 
     @asynccontextmanager
-    async def transaction(self, lock: int | None = None) -> AsyncGenerator[_PostgresTx]:
+    async def transaction(
+        self, lock: int | None = None, *, write: bool = True
+    ) -> AsyncGenerator[_PostgresTx]:
         try:
             async with self._pool.connection() as connection, connection.transaction():
                 tx = _PostgresTx(connection)

@@ -47,6 +47,8 @@ MIGRATIONS: Final[dict[int, tuple[LiteralString, ...]]] = {
         )""",
         "CREATE INDEX paused_batches_listing ON paused_batches (state, created_at, id)",
         "CREATE INDEX paused_batches_expiry ON paused_batches (expires_at)",
+        # covers the count and bytes a pause checks against the limits: no table rows read
+        "CREATE INDEX paused_batches_held ON paused_batches (state, expires_at, size)",
     ),
 }
 """The statements that bring the schema from the version before to each version."""

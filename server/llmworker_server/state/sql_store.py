@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import hmac
 import json
+import logging
 import os
 import secrets
 import socket
@@ -21,12 +22,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final, LiteralString, Protocol, cast
 
 from llmworker import DefinitionFormat, Paused, WorkerError
+from llmworker._wire import shorten
 
 from .held import (
     SHARED_PREFIX,
     BatchSummary,
     HeldBatch,
     Interrupted,
+    Resumed,
     Unknown,
     Unresumable,
     new_secret,
@@ -41,7 +44,7 @@ from .schema import (
     VERSION_TABLE,
     newer_schema,
 )
-from .store import Found, PausedStore, SavedBatches, summary_of
+from .store import RESUMED_KEPT, Found, PausedStore, SavedBatches, summary_of
 
 __all__ = ["SqlStore", "Tx"]
 
@@ -50,6 +53,7 @@ _COLUMNS: Final = (
     "claimed_at, may_have_run"
 )
 Row = tuple[object, ...]
+_log = logging.getLogger("llmworker.server.state")
 
 
 class Tx(Protocol):
@@ -76,9 +80,12 @@ class SqlStore(PausedStore):
         self._process = f"{socket.gethostname()}:{os.getpid()}"
 
     @abc.abstractmethod
-    def transaction(self, lock: int | None = None) -> AbstractAsyncContextManager[Tx]:
+    def transaction(
+        self, lock: int | None = None, *, write: bool = True
+    ) -> AbstractAsyncContextManager[Tx]:
         """A transaction; with ``lock`` (``SCHEMA_LOCK``, ``HOLD_LOCK``) no two processes
-        run one with the same lock at once (SQLite: no two write transactions at all)."""
+        run one with the same lock at once (SQLite: no two write transactions at all);
+        ``write=False`` for one that only reads (it waits for no writer)."""
 
     async def migrate(self) -> None:
         """Create the schema, or bring it forward; refuse one newer than this release's."""
@@ -170,20 +177,39 @@ class SqlStore(PausedStore):
         return changed == 1
 
     async def finish(self, batch_id: str) -> None:
+        kept = time.time() + min(self.ttl, RESUMED_KEPT)
+        async with self.transaction() as tx:
+            await tx.execute(
+                "UPDATE paused_batches SET state = 'done', batch = '', names = '{}', "
+                "summary = '[]', size = 0, expires_at = %s WHERE id = %s AND state = 'running'",
+                [kept, batch_id],
+            )
+
+    async def forget(self, batch_id: str) -> None:
         async with self.transaction() as tx:
             await tx.execute("DELETE FROM paused_batches WHERE id = %s", [batch_id])
 
+    async def release(self, batch_id: str) -> None:
+        async with self.transaction() as tx:
+            changed = await tx.execute(
+                "UPDATE paused_batches SET state = 'paused', claimed_at = NULL, "
+                "claimed_by = NULL, may_have_run = NULL "
+                "WHERE id = %s AND state = 'running' AND claimed_by = %s",
+                [batch_id, self._process],
+            )
+        self.count += changed
+
     async def page(self, after: tuple[float, str] | None, limit: int) -> list[BatchSummary]:
         created, batch_id = after if after is not None else (-1.0, "")
-        async with self.transaction() as tx:
+        async with self.transaction(write=False) as tx:
             rows = await tx.fetch(
                 "SELECT id, owner, summary, created_at, expires_at FROM paused_batches "
                 "WHERE state = 'paused' AND expires_at > %s "
-                "AND (created_at > %s OR (created_at = %s AND id > %s)) "
+                "AND (created_at, id) > (%s, %s) "  # a row value: the index seeks to the page
                 "ORDER BY created_at, id LIMIT %s",
-                [time.time(), created, created, batch_id, limit],
+                [time.time(), created, batch_id, limit],
             )
-        return [_summary(row) for row in rows]
+        return [summary for summary in map(_summary, rows) if summary is not None]
 
     async def refresh(self) -> None:
         now = time.time()
@@ -197,46 +223,89 @@ class SqlStore(PausedStore):
         self.oldest_created = float(cast("float", oldest)) if oldest is not None else None
 
     async def _found(self, batch_id: str, secret: str | None) -> Found:
-        async with self.transaction() as tx:
+        async with self.transaction(write=False) as tx:
             rows = await tx.fetch(
                 f"SELECT {_COLUMNS} FROM paused_batches WHERE id = %s", [batch_id]
             )
         if not rows:
             return Unknown()
         row = rows[0]
-        digest, state, expires_at = cast("str", row[1]), row[2], cast("float", row[9])
-        if secret is not None and not hmac.compare_digest(digest, secret_digest(secret)):
-            return Unknown()
-        if state == "running":
-            ran = cast("list[str]", json.loads(cast("str", row[11]) or "[]"))
-            return Interrupted(batch_id, cast("float", row[10]), tuple(ran))
-        if expires_at <= time.time():
-            return Unknown()
         try:
-            paused = self._saved.load(cast("str", row[4]))
+            digest, state, expires_at = _text(row[1]), _text(row[2]), _number(row[9])
+            if secret is not None and not hmac.compare_digest(digest, secret_digest(secret)):
+                return Unknown()
+            if expires_at <= time.time() and state != "running":
+                return Unknown()
+            if state == "running":
+                return Interrupted(batch_id, _number(row[10]), _texts(row[11]))
+            if state == "done":
+                return Resumed(batch_id, _number(row[10]))
+            paused = self._saved.load(_text(row[4]))
+            form = _text(row[6])
+            return HeldBatch(
+                batch_id,
+                paused,
+                _names(row[5]),
+                int(_number(row[7])),
+                _number(row[8]),
+                expires_at,
+                DefinitionFormat(form) if form else None,
+                _text(row[3]),
+            )
         except WorkerError as error:
             return Unresumable(str(error))
-        form = cast("str", row[6])
-        return HeldBatch(
-            batch_id,
-            paused,
-            cast("dict[str, str]", json.loads(cast("str", row[5]))),
-            int(cast("int", row[7])),
-            float(cast("float", row[8])),
-            float(expires_at),
-            DefinitionFormat(form) if form else None,
-            cast("str", row[3]),
+        except (ValueError, TypeError, RecursionError) as error:
+            return Unresumable(f"its record in the store is damaged ({shorten(str(error))})")
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a column holds {type(value).__name__}, not text")
+    return value
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"a column holds {type(value).__name__}, not a number")
+    return float(value)
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    decoded: object = json.loads(_text(value) if value is not None else "[]")
+    if not isinstance(decoded, list):
+        raise TypeError("may_have_run is not a list")
+    return tuple(_text(item) for item in cast("list[object]", decoded))
+
+
+def _names(value: object) -> dict[str, str]:
+    decoded: object = json.loads(_text(value))
+    if not isinstance(decoded, dict):
+        raise TypeError("names is not an object")
+    return {_text(key): _text(name) for key, name in cast("dict[object, object]", decoded).items()}
+
+
+def _summary(row: Row) -> BatchSummary | None:
+    """The summary a row holds; None (and a warning) for a damaged one."""
+    try:
+        decoded: object = json.loads(_text(row[2]))
+        if not isinstance(decoded, list) or len(cast("list[object]", decoded)) != 2:
+            raise TypeError("the summary is not [reason, pending]")
+        reason, pending = cast("list[object]", decoded)
+        if not isinstance(pending, list):
+            raise TypeError("the pending calls are not a list")
+        calls = tuple(_pending_call(call) for call in cast("list[object]", pending))
+        return BatchSummary(
+            _text(row[0]), _text(row[1]), _text(reason), calls, _number(row[3]), _number(row[4])
         )
+    except (ValueError, TypeError, RecursionError) as error:
+        _log.warning("a paused batch's record is damaged, left out of listings: %s", error)
+        return None
 
 
-def _summary(row: Row) -> BatchSummary:
-    reason, pending = cast("tuple[str, list[list[object]]]", json.loads(cast("str", row[2])))
-    calls = tuple((str(call[0]), str(call[1]), str(call[2]), bool(call[3])) for call in pending)
-    return BatchSummary(
-        cast("str", row[0]),
-        cast("str", row[1]),
-        reason,
-        calls,
-        float(cast("float", row[3])),
-        float(cast("float", row[4])),
-    )
+def _pending_call(call: object) -> tuple[str, str, str, bool]:
+    if not isinstance(call, list) or len(cast("list[object]", call)) != 4:
+        raise TypeError("a pending call is not [id, name, input, awaiting]")
+    call_id, name, input_json, awaiting = cast("list[object]", call)
+    if not isinstance(awaiting, bool):
+        raise TypeError("a pending call's awaiting flag is not true or false")
+    return _text(call_id), _text(name), _text(input_json), awaiting

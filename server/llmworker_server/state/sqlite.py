@@ -1,15 +1,18 @@
 """``--state sqlite:///PATH`` (the default): paused batches in one SQLite file on this host.
 
-WAL mode, so readers never wait for a writer; every write transaction is ``BEGIN IMMEDIATE``
-and waits up to ``busy_timeout`` for another process's, so the ``--workers N`` processes of
-one host share the file safely. ``synchronous=NORMAL``: a process killed at any moment loses
-nothing committed (a power cut may lose the last transactions). The connection lives on one
-thread of its own; a lock keeps this process's transactions one at a time on it.
+WAL mode, so readers (a plain ``BEGIN``) never wait for a writer; every write transaction is
+``BEGIN IMMEDIATE`` and waits up to ``busy_timeout`` for another process's, so the
+``--workers N`` processes of one host share the file safely. ``synchronous=NORMAL``: a
+process killed at any moment loses nothing committed (a power cut may lose the last
+transactions). The connection lives on one thread of its own; a lock keeps this process's
+transactions one at a time on it, and a transaction cut short (its RPC cancelled) is rolled
+back on that thread before the next one starts there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +25,8 @@ from .store import SavedBatches, StateUnavailable
 
 __all__ = ["SqliteStore"]
 
-_BUSY_TIMEOUT_MS: Final = 10_000
+_BUSY_TIMEOUT_MS: Final = 5_000
+_LOCK_WAIT_SECONDS: Final = 5.0
 _T = TypeVar("_T")
 
 
@@ -67,15 +71,30 @@ class SqliteStore(SqlStore):
         self._thread.shutdown(wait=True)
 
     @asynccontextmanager
-    async def transaction(self, lock: int | None = None) -> AsyncGenerator[_SqliteTx]:
-        async with self._lock:
-            await self.on_thread(lambda db: db.execute("BEGIN IMMEDIATE"))
-            try:
-                yield _SqliteTx(self)
-            except BaseException:
-                await self.on_thread(lambda db: db.execute("ROLLBACK"))
-                raise
-            await self.on_thread(lambda db: db.execute("COMMIT"))
+    async def transaction(
+        self, lock: int | None = None, *, write: bool = True
+    ) -> AsyncGenerator[_SqliteTx]:
+        try:
+            async with asyncio.timeout(_LOCK_WAIT_SECONDS):
+                await self._lock.acquire()
+        except TimeoutError:
+            raise StateUnavailable(
+                f"the paused-batch store {self.describe()} is busy: this process's earlier "
+                f"transactions did not finish within {_LOCK_WAIT_SECONDS:g} s; retry later"
+            ) from None
+        try:
+            await self.on_thread(lambda db: db.execute("BEGIN IMMEDIATE" if write else "BEGIN"))
+            yield _SqliteTx(self)
+        except BaseException:
+            # shielded: the rollback runs on the store's thread even when this task is
+            # cancelled, before any later transaction queued there
+            with contextlib.suppress(StateUnavailable):
+                await asyncio.shield(self.on_thread(_roll_back))
+            raise
+        else:
+            await asyncio.shield(self.on_thread(lambda db: db.execute("COMMIT")))
+        finally:
+            self._lock.release()
 
     async def on_thread(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``work`` on the store's thread with its connection (opened on first use)."""
@@ -85,6 +104,8 @@ class SqliteStore(SqlStore):
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self._thread, run)
+        except sqlite3.OperationalError as error:
+            raise StateUnavailable(_advice(self.describe(), error)) from error
         except (sqlite3.Error, OSError) as error:
             raise StateUnavailable(
                 f"the paused-batch store {self.describe()} failed: {error}; check the file "
@@ -101,6 +122,24 @@ class SqliteStore(SqlStore):
             db.execute("PRAGMA synchronous = NORMAL")
             self._db = db
         return self._db
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
+def _advice(store: str, error: sqlite3.OperationalError) -> str:
+    if "locked" in str(error) or "busy" in str(error):
+        return (
+            f"the paused-batch store {store} stayed locked by another process for "
+            f"{_BUSY_TIMEOUT_MS // 1000} s ({error}); retry later, and check no other program "
+            "holds the file open in a long transaction"
+        )
+    return (
+        f"the paused-batch store {store} failed: {error}; check the file and its directory "
+        "are writable by this user and the disk has room"
+    )
 
 
 def _qmarks(sql: str) -> str:

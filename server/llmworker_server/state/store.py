@@ -8,7 +8,12 @@
 - ``claim`` spends it, once: of any number of concurrent claims, on any processes sharing the
   store, one gets True. It records which calls may run, so that a batch whose process died
   while they ran answers ``Interrupted`` from then on instead of running twice.
-- ``finish`` forgets a claimed batch once its resume ended (ran, paused again, or failed).
+- ``finish`` marks a claimed batch resumed once its resume ran to the end: for
+  ``RESUMED_KEPT`` seconds (or the ttl, if shorter) its token answers ``Resumed``, so a
+  client whose response was lost learns its calls ran; ``forget`` drops a claimed batch
+  nothing of ran (a pre-hook aborted it); ``release`` gives a claim back when nothing ran
+  and the batch could not be kept paused again. A claim whose resume ended otherwise (the
+  client went away mid-run) stays ``Interrupted``.
 - ``page`` lists live batches oldest first; ``refresh`` updates ``count`` and
   ``oldest_created`` for the metrics, and forgets what expired.
 
@@ -20,15 +25,34 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from llmworker import DefinitionFormat, Paused
 
 from ..errors import ServerError
-from .held import BatchSummary, Elsewhere, HeldBatch, Interrupted, Unknown, Unresumable
+from .held import (
+    BatchSummary,
+    Elsewhere,
+    HeldBatch,
+    Interrupted,
+    Resumed,
+    Unknown,
+    Unresumable,
+)
 
-__all__ = ["Found", "PausedStore", "SavedBatches", "StateUnavailable", "summary_of"]
+__all__ = [
+    "RESUMED_KEPT",
+    "Found",
+    "PausedStore",
+    "SavedBatches",
+    "StateUnavailable",
+    "summary_of",
+]
 
-Found = HeldBatch | Unknown | Interrupted | Elsewhere | Unresumable
+Found = HeldBatch | Unknown | Interrupted | Resumed | Elsewhere | Unresumable
+
+RESUMED_KEPT: Final = 600.0
+"""How long (seconds) a finished resume's token still answers ``Resumed``."""
 
 
 class StateUnavailable(ServerError):
@@ -89,6 +113,12 @@ class PausedStore(abc.ABC):
 
     @abc.abstractmethod
     async def finish(self, batch_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def forget(self, batch_id: str) -> None: ...
+
+    @abc.abstractmethod
+    async def release(self, batch_id: str) -> None: ...
 
     @abc.abstractmethod
     async def page(self, after: tuple[float, str] | None, limit: int) -> list[BatchSummary]: ...
