@@ -9,6 +9,7 @@ from pathlib import Path
 
 import grpc
 import grpc.aio
+import psycopg
 import pytest
 
 from llmworker.v1 import tool_service_pb2 as pb
@@ -16,6 +17,7 @@ from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.config import ServerConfig
 from llmworker_server.errors import ConfigError
 from llmworker_server.state.location import shown_url
+from llmworker_server.state.schema import HOLD_LOCK
 from tests.grpc_support import ServerProcess, failure_of, serve
 from tests.pg_support import Cluster
 from tests.server.test_auth import demo_worker
@@ -146,3 +148,27 @@ async def test_a_store_that_goes_away_answers_state_unavailable_and_calls_go_on(
             assert answer.output == "still here"
     finally:
         cluster.stop()
+
+
+async def test_a_lock_another_session_holds_is_state_unavailable_within_seconds(
+    postgres_url: str,
+) -> None:
+    # A replica stuck inside a transaction holding the hold lock (or a row) must not hang
+    # the others' RPCs: the lock wait ends at the sessions' lock_timeout.
+    async with (
+        serve(worker=demo_worker(), state=postgres_url, internal=False) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+        await psycopg.AsyncConnection.connect(postgres_url) as stuck,
+    ):
+        stub = Stub(channel)
+        await stuck.execute("SELECT pg_advisory_xact_lock(%s)", [HOLD_LOCK])  # and stays in it
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub.CallTools(DELETE, timeout=60)
+        waited = asyncio.get_running_loop().time() - started
+        failure = failure_of(raised.value)
+        assert (failure.code, failure.reason) == (grpc.StatusCode.UNAVAILABLE, "STATE_UNAVAILABLE")
+        assert waited < 30  # the lock_timeout is 5 s; a generous bound, not a benchmark
+        await stuck.rollback()
+        paused = await stub.CallTools(DELETE, timeout=10)
+        assert paused.WhichOneof("outcome") == "paused"
