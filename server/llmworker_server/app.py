@@ -18,7 +18,7 @@ from llmworker import Mutable, ToolDefinition, Worker, tool_definitions
 
 from .calls.limits import CallLimits
 from .calls.service import ToolService
-from .config import ServerConfig, default_internal_socket, is_loopback
+from .config import ServerConfig, default_internal_socket, is_loopback, split_address
 from .demo_tools import DemoTools
 from .errors import ConfigError
 from .loading import load_definitions
@@ -40,10 +40,11 @@ from .rpc.tls import ListenerTls
 from .state.location import open_store
 from .state.store import PausedStore, SavedBatches, StateUnavailable
 
-if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only
+if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only, the MCP SDK with --mcp-address
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
     from opentelemetry.trace import TracerProvider
 
+    from .mcp_front.front import McpFront
     from .ops.tracing import Tracing
 
 __all__ = ["ServerApp"]
@@ -125,7 +126,9 @@ class ServerApp:
         self._internal: grpc.aio.Server | None = None
         self._lock_timer: asyncio.TimerHandle | None = None
         self._refresher: asyncio.Future[None] | None = None
+        self._mcp: McpFront | None = None
         self.port = 0
+        self.mcp_port = 0
         self.internal_target: str | None = None
 
     async def start(self) -> None:
@@ -147,6 +150,7 @@ class ServerApp:
             self._providers.start()
         self._schedule_lock()
         self._start_metrics()
+        await self._start_mcp()
         await self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self._health.set(_TOOL_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         _log.info(
@@ -205,6 +209,8 @@ class ServerApp:
             await asyncio.wait_for(self.tools.wait_idle(), grace)
         await asyncio.gather(*(server.stop(0) for server in servers))
         await asyncio.gather(*stopping)
+        if self._mcp is not None:
+            await self._mcp.stop()
         await self._providers.stop()
         await self._close_store()
         await self._registry_service.close()
@@ -215,6 +221,25 @@ class ServerApp:
             await asyncio.to_thread(self._own_tracer_provider.shutdown)  # exports what is left
         self._remove_socket()
         _log.info("stopped")
+
+    async def _start_mcp(self) -> None:
+        address = self.config.mcp_address
+        if address is None:
+            return
+        try:
+            from .mcp_front.calls import McpCalls
+            from .mcp_front.front import McpFront
+        except ImportError as error:
+            raise ConfigError(
+                f"--mcp-address needs the MCP SDK ({error}): pip install 'llmworker[mcp]'"
+            ) from error
+        calls = McpCalls(self.registry, self.tools.admission, self.tools.responses, self._auth)
+        self._mcp = McpFront(self.config, calls, self._auth)
+        self.mcp_port = await self._mcp.start(address)
+        host = split_address(address)[0]
+        scheme = "https" if self._tls is not None else "http"
+        shown = f"[{host}]" if ":" in host else host
+        _log.info("serving MCP on %s://%s:%d/mcp", scheme, shown, self.mcp_port)
 
     def _new_tracing(self, provider: TracerProvider | None) -> Tracing:
         try:

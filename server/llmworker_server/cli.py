@@ -105,6 +105,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_address=args.metrics_address,
+        mcp_address=args.mcp_address,
         metrics_snapshots=args.metrics_snapshots,
         otel=args.otel,
         loop=args.loop,

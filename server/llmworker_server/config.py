@@ -64,6 +64,8 @@ class ServerConfig:
     log_level: str = "INFO"
     log_format: str = "text"
     metrics_address: str | None = None
+    mcp_address: str | None = None
+    """Serve MCP (Streamable HTTP at /mcp) there too, on the same registry."""
     """Where to serve Prometheus metrics (HOST:PORT); None serves none."""
     metrics_snapshots: Path | None = None
     """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""
@@ -177,6 +179,13 @@ class ServerConfig:
                 raise ConfigError(f"{flag} must be a number of seconds, 0 or more")
         if self.metrics_address is not None:
             split_address(self.metrics_address)
+        if self.mcp_address is not None:
+            split_address(self.mcp_address)
+            if self.workers > 1:
+                raise ConfigError(
+                    "--mcp-address serves MCP sessions from one process: run it without "
+                    "--workers (or with --workers 1), or run replicas behind a proxy"
+                )
         if self.workers < 1:
             raise ConfigError("--workers must be at least 1")
         if self.workers > 1 and self.port == 0:
@@ -201,6 +210,11 @@ class ServerConfig:
                 f"--metrics-address {self.metrics_address} would serve metrics in plaintext "
                 "beyond this machine; serve TLS with --tls-cert and --tls-key, or add "
                 "--allow-insecure"
+            )
+        if self.mcp_address and not is_loopback(split_address(self.mcp_address)[0]):
+            raise ConfigError(
+                f"--mcp-address {self.mcp_address} would serve MCP in plaintext beyond this "
+                "machine; serve TLS with --tls-cert and --tls-key, or add --allow-insecure"
             )
         internal_host = (self.internal_address or "").rpartition(":")[0]
         if self.internal_address and not is_loopback(internal_host):

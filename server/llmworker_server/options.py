@@ -397,6 +397,12 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         "status, duration_ms and caller) (default %(default)s)",
     )
     operations.add_argument(
+        "--mcp-address",
+        metavar="HOST:PORT",
+        help="serve the tools to MCP clients too: Streamable HTTP at /mcp there (revisions "
+        "2025-11-25 and 2026-07-28; over TLS with --tls-cert; --auth-tokens apply)",
+    )
+    operations.add_argument(
         "--metrics-address",
         metavar="HOST:PORT",
         help="serve Prometheus metrics over HTTP at /metrics there (over TLS with "

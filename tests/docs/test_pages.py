@@ -1,6 +1,7 @@
 """Every Python example of README.md and of the pages under docs/ runs: a self-contained block
-as it is, and a block written against a running server (it defines ``async def main(target)``)
-against a demo server. Code in other languages is shown, not run."""
+as it is, a block written against a running server (it defines ``async def main(target)``)
+against a demo server, and one written against MCP (``async def main(mcp_url)``) against a
+demo server's MCP front. Code in other languages is shown, not run."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ class Block:
         return "async def main(target" in self.code
 
     @property
+    def against_mcp(self) -> bool:
+        return "async def main(mcp_url" in self.code
+
+    @property
     def id(self) -> str:
         first = self.code.split("\n", 1)[0]
         return f"{self.page}:{self.line}:{first[:40]}"
@@ -65,8 +70,9 @@ def blocks_of(page: Path) -> Iterator[Block]:
 
 BLOCKS = [block for page in PAGES for block in blocks_of(page)]
 PYTHON = [block for block in BLOCKS if block.language == "python"]
-RUNNABLE = [block for block in PYTHON if not block.against_a_server]
+RUNNABLE = [block for block in PYTHON if not block.against_a_server and not block.against_mcp]
 AGAINST_A_SERVER = [block for block in PYTHON if block.against_a_server]
+AGAINST_MCP = [block for block in PYTHON if block.against_mcp]
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[block.id for block in RUNNABLE])
@@ -92,10 +98,26 @@ async def test_example_against_a_server_runs(
     assert printed.out
 
 
+@pytest.mark.parametrize("block", AGAINST_MCP, ids=[block.id for block in AGAINST_MCP])
+async def test_example_against_the_mcp_front_runs(
+    block: Block, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace: dict[str, object] = {"__name__": "docs_example"}
+    exec(block.compiled(), namespace)
+    worker = Worker()
+    worker.register_tools(tool_definitions(DemoTools()))
+    async with serve(worker=worker, internal=False, mcp_address="127.0.0.1:0") as served:
+        main = cast("Callable[[str], Awaitable[None]]", namespace["main"])
+        await main(f"http://127.0.0.1:{served.app.mcp_port}/mcp")
+    printed = capsys.readouterr()
+    assert "Traceback" not in printed.err
+    assert printed.out
+
+
 def test_every_python_example_is_run() -> None:
     """Both kinds have examples, the README one of each, and no Python hides in a block that is
     not marked ``python`` or behind a ``__main__`` guard that running it would skip."""
-    assert len(RUNNABLE) + len(AGAINST_A_SERVER) == len(PYTHON)
+    assert len(RUNNABLE) + len(AGAINST_A_SERVER) + len(AGAINST_MCP) == len(PYTHON)
     assert len(RUNNABLE) >= 2
     assert len(AGAINST_A_SERVER) >= 2
     readme = [block for block in PYTHON if block.page == "README.md"]

@@ -39,6 +39,7 @@ from ..rpc.auth import CallerCheck
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     SHUTTING_DOWN,
+    CallerContext,
     Context,
     MalformedRequest,
     abort,
@@ -98,7 +99,7 @@ class CallAdmission:
     def admit(
         self,
         request: pb.CallToolRequest | MalformedRequest,
-        context: Context,
+        context: CallerContext,
         *,
         held: bool = False,
     ) -> AdmittedCall | ErrorStatus:

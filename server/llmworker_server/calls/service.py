@@ -95,6 +95,16 @@ class ToolService:
         return self._batches.paused
 
     @property
+    def admission(self) -> CallAdmission:
+        """The gate, checks and counts every call passes, whichever front it came by."""
+        return self._admission
+
+    @property
+    def responses(self) -> CallResponses:
+        """Checks a result fits a response."""
+        return self._responses
+
+    @property
     def in_flight(self) -> int:
         """Calls running now."""
         return self._admission.in_flight

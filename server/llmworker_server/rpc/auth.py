@@ -26,7 +26,7 @@ from llmworker._wire import ErrorStatus, Reason, printable, shorten
 
 from ..errors import AuthTokensError
 from .audit import CURRENT_CALLER, CURRENT_RPC
-from .handlers import Context, abort
+from .handlers import CallerContext, Context, abort
 from .token_file import DigestTable, EntryReader, Globs, bearer, client_subjects, read_entries
 
 __all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope"]
@@ -119,7 +119,7 @@ class CallerTokens:
     def __len__(self) -> int:
         return len(self._callers)
 
-    def caller(self, context: Context) -> Caller | ErrorStatus:
+    def caller(self, context: CallerContext) -> Caller | ErrorStatus:
         """The caller a request comes from, or why it is refused (UNAUTHENTICATED)."""
         presented = bearer(context.invocation_metadata() or ())
         if presented is None:
@@ -157,7 +157,7 @@ class CallerCheck:
         _log.info("caller tokens reloaded from %s: %d callers", self.path, len(tokens))
         return True
 
-    def caller(self, context: Context) -> Caller | ErrorStatus:
+    def caller(self, context: CallerContext) -> Caller | ErrorStatus:
         """The caller of a request, or why it is refused (UNAUTHENTICATED): the one ``first``
         authenticated for this RPC while no reload came since (a watch learns of a revoked
         token), else its token looked up now."""
@@ -166,7 +166,7 @@ class CallerCheck:
             return authenticated[1]
         return self._tokens.caller(context)
 
-    def admit(self, context: Context, tools: Iterable[str]) -> Caller | ErrorStatus:
+    def admit(self, context: CallerContext, tools: Iterable[str]) -> Caller | ErrorStatus:
         """The caller, if it may use ``tools``; else why not (UNAUTHENTICATED,
         TOOL_FORBIDDEN)."""
         caller = self.caller(context)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn, TypeVar, final
+from typing import Any, Final, NoReturn, Protocol, TypeVar, final
 
 import grpc
 import grpc.aio
@@ -19,6 +19,7 @@ from .failure_log import FailureLog
 
 __all__ = [
     "SHUTTING_DOWN",
+    "CallerContext",
     "Context",
     "MalformedRequest",
     "abort",
@@ -42,6 +43,18 @@ RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
 
 Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class CallerContext(Protocol):
+    """What checking a caller and admitting a call read of a request: its metadata (the
+    bearer token), its deadline and its connection's verified certificate. A gRPC context
+    is one; the MCP front makes one of an HTTP request."""
+
+    def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None: ...
+
+    def time_remaining(self) -> float | None: ...
+
+    def auth_context(self) -> Mapping[str, Iterable[bytes]]: ...
 
 
 @final

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, Generic, TypeVar, cast
 
 from ..errors import AuthTokensError
-from .handlers import Context
+from .handlers import CallerContext
 
 __all__ = [
     "DigestTable",
@@ -204,7 +204,7 @@ def bearer(metadata: Iterable[tuple[str, str | bytes]]) -> bytes | None:
     return None
 
 
-def client_subjects(context: Context) -> list[str]:
+def client_subjects(context: CallerContext) -> list[str]:
     """The client certificate's subject and common name, as gRPC reports them (empty
     without a verified client certificate)."""
     properties = context.auth_context()

@@ -1,0 +1,1 @@
+"""The MCP front end: the registry served to MCP clients (``--mcp-address``)."""

@@ -1,0 +1,129 @@
+"""``tools/list`` and ``tools/call`` on the server's registry: the same scoped listing, and
+the same admission, limits, validation, call log and metrics as a gRPC CallTool.
+
+A refusal or a failure is a tool result with ``isError`` and our reason under ``_meta``
+(MCP's rule: the model reads it and corrects itself), except a tool that does not exist,
+which is the JSON-RPC error ``-32602`` MCP prescribes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from starlette.requests import Request
+
+from llmworker import DefinitionsSnapshot
+from llmworker._wire import ErrorStatus, Reason
+from llmworker.v1 import tool_service_pb2 as pb
+
+from ..calls.admission import CallAdmission
+from ..calls.responses import CallResponses
+from ..registry.registry import Registry
+from ..rpc.auth import CallerCheck, Scope
+from .tools import mcp_tool, refusal_result, tool_result
+
+__all__ = ["HttpCaller", "McpCalls"]
+
+_INVALID_PARAMS: Final = -32602
+Context = ServerRequestContext[Any, Request]
+
+
+class HttpCaller:
+    """An MCP request's HTTP headers as the caller checks read them: its bearer token;
+    no deadline (``--tool-timeout`` applies) and no client certificate."""
+
+    __slots__ = ("_authorization",)
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._authorization = headers.get("authorization")
+
+    def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None:
+        return () if self._authorization is None else (("authorization", self._authorization),)
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def auth_context(self) -> Mapping[str, Iterable[bytes]]:
+        return {}
+
+
+class McpCalls:
+    """The tool methods of the MCP front, over ``registry``'s worker."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        admission: CallAdmission,
+        responses: CallResponses,
+        auth: CallerCheck | None,
+    ) -> None:
+        self._registry = registry
+        self._admission = admission
+        self._responses = responses
+        self._auth = auth
+        self._listed: tuple[DefinitionsSnapshot, list[types.Tool]] | None = None
+
+    async def list_tools(
+        self, ctx: Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools = self._tools()
+        if self._auth is not None:
+            caller = self._auth.caller(_caller_of(ctx))
+            if isinstance(caller, ErrorStatus):
+                raise MCPError(_INVALID_PARAMS, caller.message)
+            tools = _scoped(tools, caller.scope)
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = json.dumps(params.arguments or {}, ensure_ascii=False, separators=(",", ":"))
+        request = pb.CallToolRequest(name=params.name, input_json=arguments)
+        admission = self._admission
+        call = admission.admit(request, _caller_of(ctx))
+        if isinstance(call, ErrorStatus):
+            return refusal_result(call)
+        name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
+        try:
+            output = await self._registry.worker.call_tool_output(
+                name,
+                input_json,
+                call_id=call_id or log_id,
+                metadata=metadata,
+                deadline=deadline,
+                timeout=timeout,
+            )
+            response = self._responses.response_of(name, output)
+        except BaseException as error:  # a hook or the worker failed: never the process
+            status = admission.ended(name, call_id or log_id, error, started, caller)
+            if status is None:
+                raise  # the client cancelled
+        else:
+            admission.finish(name, "OK", started, caller)
+            return tool_result(response.output, response.structured_output_json)
+        if status.reason == Reason.TOOL_NOT_FOUND:
+            raise MCPError(_INVALID_PARAMS, f"{status.message}; list the tools with tools/list")
+        return refusal_result(status)
+
+    def _tools(self) -> list[types.Tool]:
+        """Every registry tool as an MCP tool, in the registry's order, converted once per
+        registry change."""
+        snapshot = self._registry.handle.definitions_snapshot()
+        listed = self._listed
+        if listed is None or listed[0] is not snapshot:
+            listed = self._listed = (snapshot, [mcp_tool(meta) for meta in snapshot.definitions])
+        return listed[1]
+
+
+def _scoped(tools: list[types.Tool], scope: Scope) -> list[types.Tool]:
+    return [tool for tool in tools if scope.allows(tool.name)]
+
+
+def _caller_of(ctx: Context) -> HttpCaller:
+    request = ctx.request
+    return HttpCaller({} if request is None else request.headers)

@@ -1,0 +1,170 @@
+"""``--mcp-address``: the registry served to MCP clients over Streamable HTTP at ``/mcp``,
+in the gRPC server's process and event loop.
+
+The official SDK's low-level ``Server`` and ``StreamableHTTPSessionManager`` speak the
+protocol: revision 2025-11-25 with ``initialize`` and ``Mcp-Session-Id`` sessions (bounded
+in number and idle time), and 2026-07-28, stateless, routed by its ``MCP-Protocol-Version``
+header, on the same endpoint. Host and Origin are checked against the address served
+(DNS-rebinding protection). Before the SDK sees a request, a server with ``--auth-tokens``
+answers one without a known bearer token 401 with ``WWW-Authenticate``. uvicorn serves the
+ASGI app on a socket bound here, so the port is known before the first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+from contextlib import AsyncExitStack
+from typing import Final
+
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import Receive, Scope, Send
+
+from llmworker import __version__
+from llmworker._wire import ErrorStatus
+
+from ..config import ServerConfig, is_loopback, split_address
+from ..rpc.auth import CallerCheck
+from .calls import HttpCaller, McpCalls
+
+__all__ = ["McpFront"]
+
+_log = logging.getLogger("llmworker.server.mcp")
+
+PATH: Final = "/mcp"
+_MAX_SESSIONS: Final = 1_000
+_SESSION_IDLE_SECONDS: Final = 600.0
+
+
+class McpFront:
+    """One MCP listener over ``calls``, checking bearer tokens with ``auth``."""
+
+    def __init__(self, config: ServerConfig, calls: McpCalls, auth: CallerCheck | None) -> None:
+        self._config = config
+        self._auth = auth
+        self._server = Server(
+            "llmworker",
+            version=__version__,
+            on_list_tools=calls.list_tools,
+            on_call_tool=calls.call_tool,
+        )
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._uvicorn: uvicorn.Server | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self._stack = AsyncExitStack()
+        self.port = 0
+
+    async def start(self, address: str) -> int:
+        """Listen on ``address`` (HOST:PORT, port 0 for any) and return the port."""
+        host, port = split_address(address)
+        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+        self.port = listener.getsockname()[1]
+        self._manager = StreamableHTTPSessionManager(
+            self._server,
+            security_settings=_origin_checks(host, self.port, self._config.tls is not None),
+            max_request_body_size=self._config.max_message_bytes,
+            session_idle_timeout=_SESSION_IDLE_SECONDS,
+            max_sessions=_MAX_SESSIONS,
+        )
+        await self._stack.enter_async_context(self._manager.run())
+        tls = self._config.tls
+        settings = uvicorn.Config(
+            self._app,
+            lifespan="off",
+            interface="asgi3",
+            proxy_headers=False,
+            log_level="warning",
+            loop="none",
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=2,  # open SSE streams do not hold up a stop
+            ssl_certfile=None if tls is None else str(tls.cert),
+            ssl_keyfile=None if tls is None else str(tls.key),
+            ssl_ca_certs=None if tls is None or tls.client_ca is None else str(tls.client_ca),
+        )
+        self._uvicorn = uvicorn.Server(settings)
+        self._serving = asyncio.ensure_future(self._uvicorn.serve(sockets=[listener]))
+        while not self._uvicorn.started:
+            if self._serving.done():
+                self._serving.result()  # raises what stopped it
+                raise RuntimeError("the MCP listener stopped while starting")
+            await asyncio.sleep(0.01)
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop taking requests, end the sessions, close the listener."""
+        if self._uvicorn is not None and self._serving is not None:
+            self._uvicorn.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._serving
+        await self._stack.aclose()
+
+    async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] != PATH:
+            await _reply(send, 404, {"error": f"no such path: MCP is served at {PATH}"})
+            return
+        if self._auth is not None:
+            headers = {
+                key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]
+            }
+            caller = self._auth.caller(HttpCaller(headers))
+            if isinstance(caller, ErrorStatus):
+                await _unauthorized(send, caller, "authorization" in headers)
+                return
+        assert self._manager is not None
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _origin_checks(host: str, port: int, tls: bool) -> TransportSecuritySettings:
+    """Host and Origin values a browser page on another site cannot make this server
+    accept: the address served, and its loopback names when it is loopback."""
+    names = {host}
+    if is_loopback(host):
+        names |= {"127.0.0.1", "localhost", "::1"}
+    shown = [f"[{name}]" if ":" in name else name for name in sorted(names)]
+    scheme = "https" if tls else "http"
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:{port}" for name in shown] + shown,
+        allowed_origins=[f"{scheme}://{name}:{port}" for name in shown],
+    )
+
+
+async def _unauthorized(send: Send, refusal: ErrorStatus, presented: bool) -> None:
+    challenge = 'Bearer realm="llmworker"'
+    if presented:
+        challenge += ', error="invalid_token"'
+    body = json.dumps({"error": refusal.message, "reason": refusal.reason}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", challenge.encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _reply(send: Send, status: int, body: dict[str, str]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})

@@ -1,0 +1,67 @@
+"""Registry tools as MCP tools, and a call's result or refusal as an MCP tool result."""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+import mcp_types as types
+
+from llmworker import JsonObject, ToolMeta, canonical_json
+from llmworker._wire import ErrorStatus
+
+__all__ = ["REASON_META", "mcp_tool", "refusal_result", "tool_result"]
+
+REASON_META: Final = "io.llmworker/reason"
+"""The ``_meta`` key of a refused or failed call's reason (from the README's table)."""
+
+
+def mcp_tool(meta: ToolMeta) -> types.Tool:
+    """``meta`` as ``tools/list`` shows it: name, title, description, the schemas and the
+    behaviour hints that are set."""
+    hints = meta.annotations
+    annotations = (
+        types.ToolAnnotations(
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        )
+        if hints
+        else None
+    )
+    output = meta.output_schema
+    return types.Tool(
+        name=meta.name,
+        title=meta.title or None,
+        description=meta.description,
+        input_schema=_plain(meta.input_schema),
+        output_schema=None if output is None else _plain(output),
+        annotations=annotations,
+    )
+
+
+def tool_result(text: str, structured_json: str) -> types.CallToolResult:
+    """A call's result: its text, and its structured output (JSON text, "" for none) as
+    ``structuredContent`` beside it."""
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if not structured_json:
+        return types.CallToolResult(content=content)
+    structured: object = json.loads(structured_json)
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+def refusal_result(status: ErrorStatus) -> types.CallToolResult:
+    """A call that failed or was refused, as the result the model reads: ``isError``, the
+    message, and the reason under ``_meta``."""
+    result = types.CallToolResult(
+        content=[types.TextContent(type="text", text=status.message)], is_error=True
+    )
+    result.meta = {REASON_META: status.reason}
+    return result
+
+
+def _plain(schema: JsonObject) -> dict[str, object]:
+    """A deep-frozen schema as the plain dicts and lists pydantic models take."""
+    plain: dict[str, object] = json.loads(canonical_json(schema))
+    return plain

@@ -1,0 +1,242 @@
+"""The MCP front (``--mcp-address``) driven by the official MCP Python SDK's client, on both
+protocol revisions: the registry's tools listed and called through the same admission as
+gRPC, refusals as ``isError`` results with our reason, bearer tokens at the HTTP door, and
+Host/Origin checks against DNS rebinding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import grpc.aio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from llmworker import (
+    Mutable,
+    ToolError,
+    Worker,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llmworker.v1 import tool_service_pb2 as pb
+from llmworker.v1 import tool_service_pb2_grpc
+from llmworker_server.config import ServerConfig
+from llmworker_server.errors import ConfigError
+from llmworker_server.mcp_front.tools import REASON_META
+from tests.grpc_support import Served, serve
+
+REVISIONS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
+AGENT, NARROW = "agent-token-0123456789", "narrow-token-0123456789"
+
+
+@tool_registry
+class McpTools:
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    @tool(title="Echo", read_only=True, idempotent=True)
+    async def echo(self, text: str) -> str:
+        """Say ``text`` back."""
+        self.ran.append("echo")
+        return text
+
+    @tool
+    async def weather(self, city: str) -> dict[str, object]:
+        """The weather in ``city``, as structured data."""
+        self.ran.append("weather")
+        return {"city": city, "celsius": 21}
+
+    @tool
+    async def fail(self) -> str:
+        """Always fails."""
+        raise ToolError.ExecutionFailed("the backend is down")
+
+    @tool(requires_approval=True, destructive=True)
+    async def wipe(self, path: str) -> str:
+        """Wipe ``path`` (after approval)."""
+        self.ran.append("wipe")
+        return "wiped"
+
+
+@asynccontextmanager
+async def mcp_server(**overrides: object) -> AsyncGenerator[tuple[Served, McpTools, str]]:
+    tools = McpTools()
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(tools))
+    async with serve(None, worker=worker, mcp_address="127.0.0.1:0", **overrides) as served:
+        yield served, tools, f"http://127.0.0.1:{served.app.mcp_port}/mcp"
+
+
+@asynccontextmanager
+async def client_of(url: str, mode: str, token: str | None = None) -> AsyncGenerator[Client]:
+    headers = {} if token is None else {"authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+def reason_of(result: types.CallToolResult) -> object:
+    assert result.meta is not None
+    return result.meta[REASON_META]
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_tools_are_listed_in_the_registry_order_with_schemas_and_hints(mode: str) -> None:
+    async with mcp_server() as (_, _tools, url), client_of(url, mode) as client:
+        listed = (await client.list_tools()).tools
+        assert [tool.name for tool in listed] == ["echo", "fail", "weather", "wipe"]
+        echo = listed[0]
+        assert echo.title == "Echo"
+        assert echo.description == "Say ``text`` back."
+        assert echo.input_schema["properties"] == {"text": {"type": "string"}}
+        assert echo.annotations is not None
+        assert (echo.annotations.read_only_hint, echo.annotations.idempotent_hint) == (True, True)
+        wipe = listed[3]
+        assert wipe.annotations is not None
+        assert wipe.annotations.destructive_hint
+        assert listed[2].output_schema is not None  # weather returns structured data
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_calls_run_the_tools_and_structured_results_come_as_structured_content(
+    mode: str,
+) -> None:
+    async with mcp_server() as (served, tools, url), client_of(url, mode) as client:
+        echoed = await client.call_tool("echo", {"text": "hello over MCP"})
+        assert (text_of(echoed), echoed.is_error) == ("hello over MCP", False)
+        weather = await client.call_tool("weather", {"city": "Oslo"})
+        assert weather.structured_content == {"city": "Oslo", "celsius": 21}
+        assert json.loads(text_of(weather)) == {"city": "Oslo", "celsius": 21}
+        # the same registry answers gRPC at the same time
+        async with grpc.aio.insecure_channel(served.target) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            request = pb.CallToolRequest(name="echo", input_json='{"text": "and gRPC"}')
+            assert (await stub.CallTool(request, timeout=10)).output == "and gRPC"
+    assert tools.ran == ["echo", "weather", "echo"]
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_failures_are_error_results_naming_the_field_or_the_reason(mode: str) -> None:
+    async with mcp_server() as (_, tools, url), client_of(url, mode) as client:
+        invalid = await client.call_tool("echo", {"txt": "typo"})
+        assert invalid.is_error
+        assert "text" in text_of(invalid)
+        assert reason_of(invalid) == "TOOL_INVALID_ARGUMENT"
+        failed = await client.call_tool("fail", {})
+        assert failed.is_error
+        assert "the backend is down" in text_of(failed)
+        assert reason_of(failed) == "TOOL_EXECUTION_FAILED"
+        gated = await client.call_tool("wipe", {"path": "/"})
+        assert gated.is_error
+        assert reason_of(gated) == "APPROVAL_REQUIRED"
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("no_such_tool", {})
+        assert unknown.value.code == -32602
+        assert "no_such_tool" in unknown.value.error.message
+        assert (await client.call_tool("echo", {"text": "still serving"})).is_error is False
+    assert tools.ran == ["echo"]
+
+
+def caller_tokens(path: Path) -> Path:
+    entries = [
+        {"token": AGENT, "label": "agent", "tools": ["*"]},
+        {"token": NARROW, "label": "narrow", "tools": ["echo"]},
+    ]
+    path.write_text(json.dumps({"tokens": entries}))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_bearer_tokens_scope_the_listing_and_the_calls(mode: str, tmp_path: Path) -> None:
+    tokens = caller_tokens(tmp_path / "tokens.json")
+    async with mcp_server(auth_tokens=tokens) as (_, tools, url):
+        async with client_of(url, mode, NARROW) as narrow:
+            assert [tool.name for tool in (await narrow.list_tools()).tools] == ["echo"]
+            forbidden = await narrow.call_tool("weather", {"city": "Oslo"})
+            assert forbidden.is_error
+            assert reason_of(forbidden) == "TOOL_FORBIDDEN"
+            assert text_of(await narrow.call_tool("echo", {"text": "ok"})) == "ok"
+        async with client_of(url, mode, AGENT) as agent:
+            assert len((await agent.list_tools()).tools) == 4
+    assert tools.ran == ["echo"]
+
+
+async def test_no_or_a_wrong_token_is_401_with_a_bearer_challenge(tmp_path: Path) -> None:
+    tokens = caller_tokens(tmp_path / "tokens.json")
+    ping: dict[str, object] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"accept": "application/json, text/event-stream"}
+    async with mcp_server(auth_tokens=tokens) as (_, _tools, url), httpx2.AsyncClient() as http:
+        missing = await http.post(url, json=ping, headers=accept)
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == 'Bearer realm="llmworker"'
+        assert missing.json()["reason"] == "UNAUTHENTICATED"
+        wrong = await http.post(url, json=ping, headers={**accept, "authorization": "Bearer x"})
+        assert wrong.status_code == 401
+        assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
+
+
+async def test_a_foreign_origin_or_host_is_refused_and_garbage_gets_a_json_rpc_error() -> None:
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    hello: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    async with mcp_server() as (_, _tools, url), httpx2.AsyncClient() as http:
+        foreign = await http.post(
+            url, json=hello, headers={**accept, "origin": "http://evil.example"}
+        )
+        assert foreign.status_code == 403
+        rebound = await http.post(url, json=hello, headers={**accept, "host": "evil.example"})
+        assert rebound.status_code in (400, 421)
+        garbage = await http.post(url, content=b"{not json", headers=accept)
+        assert garbage.status_code == 400
+        assert garbage.json()["error"]["code"] == -32700  # a JSON-RPC parse error
+        elsewhere = await http.get(url.replace("/mcp", "/other"))
+        assert elsewhere.status_code == 404
+        fine = await http.post(url, json=hello, headers=accept)
+        assert fine.status_code == 200
+
+
+def test_mcp_beyond_loopback_needs_tls_or_the_insecure_opt_in() -> None:
+    with pytest.raises(ConfigError, match=r"--mcp-address 0\.0\.0\.0:8080 would serve MCP"):
+        ServerConfig(port=0, mcp_address="0.0.0.0:8080").check()
+    ServerConfig(port=0, mcp_address="0.0.0.0:8080", allow_insecure=True).check()
+    with pytest.raises(ConfigError, match="without --workers"):
+        ServerConfig(port=50190, mcp_address="127.0.0.1:0", workers=2).check()
+
+
+def blocks(language: str) -> list[str]:
+    page = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text()
+    return [part.split("\n", 1)[1] for part in page.split("```")[1::2] if part.startswith(language)]
+
+
+def test_the_documented_configs_name_the_endpoint() -> None:
+    (vscode,) = blocks("json")
+    server = json.loads(vscode)["servers"]["llmworker"]
+    assert (server["type"], server["url"]) == ("http", "http://127.0.0.1:8765/mcp")
+    assert server["headers"]["Authorization"].startswith("Bearer ")
+    (_, *shell) = blocks("sh")
+    assert "--transport http llmworker http://127.0.0.1:8765/mcp" in shell[0]
