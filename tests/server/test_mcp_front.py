@@ -5,6 +5,7 @@ Host/Origin checks against DNS rebinding."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from llmworker import (
     Mutable,
+    ToolContext,
     ToolError,
     Worker,
     tool,
@@ -41,6 +43,7 @@ AGENT, NARROW = "agent-token-0123456789", "narrow-token-0123456789"
 class McpTools:
     def __init__(self) -> None:
         self.ran: list[str] = []
+        self.cancelled = asyncio.Event()
 
     @tool(title="Echo", read_only=True, idempotent=True)
     async def echo(self, text: str) -> str:
@@ -58,6 +61,25 @@ class McpTools:
     async def fail(self) -> str:
         """Always fails."""
         raise ToolError.ExecutionFailed("the backend is down")
+
+    @tool
+    async def count(self, steps: int, context: ToolContext) -> str:
+        """Count to ``steps``, reporting progress."""
+        for step in range(1, steps + 1):
+            context.report_progress(step, steps, f"step {step}")
+            await asyncio.sleep(0.06)  # progress is sent at most every 50 ms
+        return f"counted to {steps}"
+
+    @tool
+    async def hang(self) -> str:
+        """Wait until cancelled."""
+        self.ran.append("hang")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return "never"
 
     @tool(requires_approval=True, destructive=True)
     async def wipe(self, path: str) -> str:
@@ -100,17 +122,24 @@ def text_of(result: types.CallToolResult) -> str:
 async def test_tools_are_listed_in_the_registry_order_with_schemas_and_hints(mode: str) -> None:
     async with mcp_server() as (_, _tools, url), client_of(url, mode) as client:
         listed = (await client.list_tools()).tools
-        assert [tool.name for tool in listed] == ["echo", "fail", "weather", "wipe"]
-        echo = listed[0]
+        assert [tool.name for tool in listed] == [
+            "count",
+            "echo",
+            "fail",
+            "hang",
+            "weather",
+            "wipe",
+        ]
+        echo = listed[1]
         assert echo.title == "Echo"
         assert echo.description == "Say ``text`` back."
         assert echo.input_schema["properties"] == {"text": {"type": "string"}}
         assert echo.annotations is not None
         assert (echo.annotations.read_only_hint, echo.annotations.idempotent_hint) == (True, True)
-        wipe = listed[3]
+        wipe = listed[5]
         assert wipe.annotations is not None
         assert wipe.annotations.destructive_hint
-        assert listed[2].output_schema is not None  # weather returns structured data
+        assert listed[4].output_schema is not None  # weather returns structured data
 
 
 @pytest.mark.parametrize("mode", REVISIONS)
@@ -153,6 +182,39 @@ async def test_failures_are_error_results_naming_the_field_or_the_reason(mode: s
     assert tools.ran == ["echo"]
 
 
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_a_progress_token_gets_the_tools_progress(mode: str) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progressed(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with mcp_server() as (_, _tools, url), client_of(url, mode) as client:
+        result = await client.call_tool("count", {"steps": 3}, progress_callback=progressed)
+        assert text_of(result) == "counted to 3"
+    assert seen[-1] == (3, 3, "step 3")
+    assert [progress for progress, _, _ in seen] == sorted(progress for progress, _, _ in seen)
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_a_cancelled_request_cancels_the_tool(mode: str) -> None:
+    async with mcp_server() as (served, tools, url), client_of(url, mode) as client:
+        calling = asyncio.ensure_future(client.call_tool("hang", {}))
+        for _ in range(500):
+            if tools.ran:
+                break
+            await asyncio.sleep(0.01)
+        calling.cancel()  # the client sends notifications/cancelled, or drops the stream
+        await asyncio.gather(calling, return_exceptions=True)
+        await asyncio.wait_for(tools.cancelled.wait(), 10)
+        for _ in range(500):
+            if served.app.tools.in_flight == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert served.app.tools.in_flight == 0
+        assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
+
+
 def caller_tokens(path: Path) -> Path:
     entries = [
         {"token": AGENT, "label": "agent", "tools": ["*"]},
@@ -174,7 +236,7 @@ async def test_bearer_tokens_scope_the_listing_and_the_calls(mode: str, tmp_path
             assert reason_of(forbidden) == "TOOL_FORBIDDEN"
             assert text_of(await narrow.call_tool("echo", {"text": "ok"})) == "ok"
         async with client_of(url, mode, AGENT) as agent:
-            assert len((await agent.list_tools()).tools) == 4
+            assert len((await agent.list_tools()).tools) == 6
     assert tools.ran == ["echo"]
 
 

@@ -9,7 +9,8 @@ which is the JSON-RPC error ``-32602`` MCP prescribes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any, Final
 
 import mcp_types as types
@@ -17,7 +18,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
-from llmworker import DefinitionsSnapshot
+from llmworker import DefinitionsSnapshot, Progress, StreamEvent, ToolOutput
 from llmworker._wire import ErrorStatus, Reason
 from llmworker.v1 import tool_service_pb2 as pb
 
@@ -29,6 +30,7 @@ from .tools import mcp_tool, refusal_result, tool_result
 
 __all__ = ["HttpCaller", "McpCalls"]
 
+_log = logging.getLogger("llmworker.server.mcp")
 _INVALID_PARAMS: Final = -32602
 Context = ServerRequestContext[Any, Request]
 
@@ -89,15 +91,27 @@ class McpCalls:
         if isinstance(call, ErrorStatus):
             return refusal_result(call)
         name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
+        worker = self._registry.worker
         try:
-            output = await self._registry.worker.call_tool_output(
-                name,
-                input_json,
-                call_id=call_id or log_id,
-                metadata=metadata,
-                deadline=deadline,
-                timeout=timeout,
-            )
+            if ctx.meta is not None and "progress_token" in ctx.meta:
+                events = worker.stream_tool(
+                    name,
+                    input_json,
+                    call_id=call_id or log_id,
+                    metadata=metadata,
+                    deadline=deadline,
+                    timeout=timeout,
+                )
+                output: str | ToolOutput = await _with_progress(ctx, events)
+            else:
+                output = await worker.call_tool_output(
+                    name,
+                    input_json,
+                    call_id=call_id or log_id,
+                    metadata=metadata,
+                    deadline=deadline,
+                    timeout=timeout,
+                )
             response = self._responses.response_of(name, output)
         except BaseException as error:  # a hook or the worker failed: never the process
             status = admission.ended(name, call_id or log_id, error, started, caller)
@@ -118,6 +132,25 @@ class McpCalls:
         if listed is None or listed[0] is not snapshot:
             listed = self._listed = (snapshot, [mcp_tool(meta) for meta in snapshot.definitions])
         return listed[1]
+
+
+async def _with_progress(ctx: Context, events: AsyncGenerator[StreamEvent]) -> str | ToolOutput:
+    """The result of a streamed call, its progress sent to the client as
+    ``notifications/progress`` on the call's token (chunks are in the result's text)."""
+    try:
+        async for event in events:
+            if isinstance(event, Progress):
+                try:
+                    await ctx.session.report_progress(
+                        event.progress, event.total, event.message or None
+                    )
+                except Exception as error:  # a client gone: the call goes on
+                    _log.debug("progress not delivered: %s", error)
+            elif isinstance(event, ToolOutput):
+                return event.text if event.structured is None else event
+    finally:
+        await events.aclose()  # cancels the call if it still runs
+    raise AssertionError("stream_tool ends with the result")
 
 
 def _scoped(tools: list[types.Tool], scope: Scope) -> list[types.Tool]:
