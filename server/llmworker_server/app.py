@@ -234,7 +234,7 @@ class ServerApp:
                 f"--mcp-address needs the MCP SDK ({error}): pip install 'llmworker[mcp]'"
             ) from error
         calls = McpCalls(self.registry, self.tools.admission, self.tools.responses, self._auth)
-        self._mcp = McpFront(self.config, calls, self._auth)
+        self._mcp = McpFront(self.config, calls, self._auth, self.registry)
         self.mcp_port = await self._mcp.start(address)
         host = split_address(address)[0]
         scheme = "https" if self._tls is not None else "http"

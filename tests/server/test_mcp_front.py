@@ -215,6 +215,28 @@ async def test_a_cancelled_request_cancels_the_tool(mode: str) -> None:
         assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
 
 
+@tool_registry
+class LateTools:
+    @tool
+    async def late(self) -> str:
+        """Registered while the server runs."""
+        return "late"
+
+
+async def test_a_listen_stream_hears_of_tools_registered_later(tmp_path: Path) -> None:
+    mutable = {"internal_socket": tmp_path / "registry.sock", "token": "registry-token"}
+    async with (
+        mcp_server(**mutable) as (served, _tools, url),
+        client_of(url, "2026-07-28") as client,
+        client.listen(tools_list_changed=True) as changes,
+    ):
+        served.app.registry.register(tool_definitions(LateTools()))
+        event = await asyncio.wait_for(anext(aiter(changes)), 10)
+        assert type(event).__name__ == "ToolsListChanged"
+        assert "late" in [tool.name for tool in (await client.list_tools()).tools]
+        assert text_of(await client.call_tool("late", {})) == "late"
+
+
 def caller_tokens(path: Path) -> Path:
     entries = [
         {"token": AGENT, "label": "agent", "tools": ["*"]},

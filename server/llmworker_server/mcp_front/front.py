@@ -1,5 +1,6 @@
 """``--mcp-address``: the registry served to MCP clients over Streamable HTTP at ``/mcp``,
-in the gRPC server's process and event loop.
+in the gRPC server's process and event loop. Registry changes reach 2026-07-28 clients on
+their ``subscriptions/listen`` streams.
 
 The official SDK's low-level ``Server`` and ``StreamableHTTPSessionManager`` speak the
 protocol: revision 2025-11-25 with ``initialize`` and ``Mcp-Session-Id`` sessions (bounded
@@ -23,6 +24,7 @@ from typing import Final
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
@@ -30,6 +32,7 @@ from llmworker import __version__
 from llmworker._wire import ErrorStatus
 
 from ..config import ServerConfig, is_loopback, split_address
+from ..registry.registry import Registry
 from ..rpc.auth import CallerCheck
 from .calls import HttpCaller, McpCalls
 
@@ -40,20 +43,27 @@ _log = logging.getLogger("llmworker.server.mcp")
 PATH: Final = "/mcp"
 _MAX_SESSIONS: Final = 1_000
 _SESSION_IDLE_SECONDS: Final = 600.0
+_MAX_LISTENERS: Final = 1_000
 
 
 class McpFront:
     """One MCP listener over ``calls``, checking bearer tokens with ``auth``."""
 
-    def __init__(self, config: ServerConfig, calls: McpCalls, auth: CallerCheck | None) -> None:
+    def __init__(
+        self, config: ServerConfig, calls: McpCalls, auth: CallerCheck | None, registry: Registry
+    ) -> None:
         self._config = config
         self._auth = auth
+        self._changes = InMemorySubscriptionBus()
+        self._publishing: set[asyncio.Task[None]] = set()
         self._server = Server(
             "llmworker",
             version=__version__,
             on_list_tools=calls.list_tools,
             on_call_tool=calls.call_tool,
+            on_subscriptions_listen=ListenHandler(self._changes, max_subscriptions=_MAX_LISTENERS),
         )
+        registry.on_change(self._tools_changed)
         self._manager: StreamableHTTPSessionManager | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -107,6 +117,12 @@ class McpFront:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
         await self._stack.aclose()
+
+    def _tools_changed(self) -> None:
+        """Tell every ``subscriptions/listen`` stream that asked for it (2026-07-28)."""
+        task = asyncio.ensure_future(self._changes.publish(ToolsListChanged()))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
 
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
