@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,13 +17,14 @@ import grpc.aio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from llmworker import (
     Mutable,
     ToolContext,
+    ToolDefinition,
     ToolError,
     Worker,
     tool,
@@ -32,6 +35,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.config import ServerConfig
 from llmworker_server.errors import ConfigError
+from llmworker_server.mcp_front.stdio_bridge import options
 from llmworker_server.mcp_front.tools import REASON_META
 from tests.grpc_support import Served, serve
 
@@ -230,7 +234,8 @@ async def test_a_listen_stream_hears_of_tools_registered_later(tmp_path: Path) -
         client_of(url, "2026-07-28") as client,
         client.listen(tools_list_changed=True) as changes,
     ):
-        served.app.registry.register(tool_definitions(LateTools()))
+        late: list[ToolDefinition] = [*tool_definitions(LateTools())]
+        served.app.registry.register(late)
         event = await asyncio.wait_for(anext(aiter(changes)), 10)
         assert type(event).__name__ == "ToolsListChanged"
         assert "late" in [tool.name for tool in (await client.list_tools()).tools]
@@ -318,9 +323,54 @@ def blocks(language: str) -> list[str]:
 
 
 def test_the_documented_configs_name_the_endpoint() -> None:
-    (vscode,) = blocks("json")
+    vscode, desktop = blocks("json")
     server = json.loads(vscode)["servers"]["llmworker"]
     assert (server["type"], server["url"]) == ("http", "http://127.0.0.1:8765/mcp")
     assert server["headers"]["Authorization"].startswith("Bearer ")
-    (_, *shell) = blocks("sh")
-    assert "--transport http llmworker http://127.0.0.1:8765/mcp" in shell[0]
+    (_, claude, stdio) = blocks("sh")
+    assert "--transport http llmworker http://127.0.0.1:8765/mcp" in claude
+    launched = json.loads(desktop)["mcpServers"]["llmworker"]
+    assert launched["command"] == "llmworker-mcp-stdio"
+    assert options().parse_args(launched["args"]).connect == "tools.internal:50051"
+    command, *arguments = shlex.split(stdio.replace("\\\n", " "))  # one line
+    assert command == "llmworker-mcp-stdio"
+    assert options().parse_args(arguments).tls_ca == Path("ca.pem")
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_the_stdio_bridge_serves_a_remote_server_to_a_local_client(
+    mode: str, tmp_path: Path
+) -> None:
+    tokens = caller_tokens(tmp_path / "tokens.json")
+    (tmp_path / "narrow").write_text(NARROW + "\n")
+    (tmp_path / "agent").write_text(AGENT + "\n")
+    async with mcp_server(auth_tokens=tokens) as (served, tools, _):
+
+        def bridge(token: str) -> StdioServerParameters:
+            return StdioServerParameters(
+                command=str(Path(sys.executable).parent / "llmworker-mcp-stdio"),
+                args=["--connect", served.target, "--token-file", str(tmp_path / token)],
+            )
+
+        async with Client(bridge("narrow"), mode=mode) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["echo"]
+            echoed = await client.call_tool("echo", {"text": "through stdio"})
+            assert (text_of(echoed), echoed.is_error) == ("through stdio", False)
+            forbidden = await client.call_tool("weather", {"city": "Oslo"})
+            assert forbidden.is_error
+            assert reason_of(forbidden) == "TOOL_FORBIDDEN"
+        async with Client(bridge("agent"), mode=mode) as client:
+            weather = await client.call_tool("weather", {"city": "Oslo"})
+            assert weather.structured_content == {"city": "Oslo", "celsius": 21}
+            seen: list[float] = []
+
+            async def progressed(progress: float, total: float | None, message: str | None) -> None:
+                seen.append(progress)
+
+            counted = await client.call_tool("count", {"steps": 2}, progress_callback=progressed)
+            assert text_of(counted) == "counted to 2"
+            assert seen[-1] == 2
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("no_such_tool", {})
+            assert unknown.value.code == -32602
+    assert tools.ran == ["echo", "weather"]
