@@ -12,12 +12,14 @@ import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 import grpc.aio
 import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -48,6 +50,7 @@ class McpTools:
     def __init__(self) -> None:
         self.ran: list[str] = []
         self.cancelled = asyncio.Event()
+        self.wiped: list[str] = []
 
     @tool(title="Echo", read_only=True, idempotent=True)
     async def echo(self, text: str) -> str:
@@ -88,8 +91,8 @@ class McpTools:
     @tool(requires_approval=True, destructive=True)
     async def wipe(self, path: str) -> str:
         """Wipe ``path`` (after approval)."""
-        self.ran.append("wipe")
-        return "wiped"
+        self.wiped.append(path)
+        return f"wiped {path}"
 
 
 @asynccontextmanager
@@ -162,6 +165,53 @@ async def test_calls_run_the_tools_and_structured_results_come_as_structured_con
             request = pb.CallToolRequest(name="echo", input_json='{"text": "and gRPC"}')
             assert (await stub.CallTool(request, timeout=10)).output == "and gRPC"
     assert tools.ran == ["echo", "weather", "echo"]
+
+
+class Person:
+    """A person who answers every approval form so."""
+
+    def __init__(self, action: Literal["accept", "decline", "cancel"], **content: str) -> None:
+        self._action: Literal["accept", "decline", "cancel"] = action
+        self._content = content
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        assert "wipe" in params.message
+        content: dict[str, str | int | float | bool | list[str] | None] = dict(self._content)
+        return types.ElicitResult(action=self._action, content=content or None)
+
+
+@asynccontextmanager
+async def asking_client(url: str, answer: ElicitationFnT) -> AsyncGenerator[Client]:
+    async with Client(url, mode="legacy", elicitation_callback=answer) as client:
+        yield client
+
+
+async def test_an_approval_is_asked_of_the_person_and_the_call_runs_as_decided() -> None:
+    async with mcp_server() as (_, tools, url):
+        async with asking_client(url, Person("accept", decision="approve")) as client:
+            approved = await client.call_tool("wipe", {"path": "/tmp/a"})
+            assert (text_of(approved), approved.is_error) == ("wiped /tmp/a", False)
+        edit = Person("accept", decision="approve", input_json='{"path": "/tmp/b"}')
+        async with asking_client(url, edit) as client:
+            edited = await client.call_tool("wipe", {"path": "/"})
+            assert text_of(edited) == "wiped /tmp/b"
+        deny = Person("accept", decision="deny", reason="not on a Friday")
+        async with asking_client(url, deny) as client:
+            denied = await client.call_tool("wipe", {"path": "/"})
+            assert denied.is_error
+            assert reason_of(denied) == "CALL_DENIED"
+            assert "not on a Friday" in text_of(denied)
+        for answer in (Person("decline"), Person("cancel")):
+            async with asking_client(url, answer) as client:
+                refused = await client.call_tool("wipe", {"path": "/"})
+                assert reason_of(refused) == "CALL_DENIED"
+        garbled = Person("accept", decision="approve", input_json="{not json")
+        async with asking_client(url, garbled) as client:
+            assert reason_of(await client.call_tool("wipe", {"path": "/"})) == "INVALID_REQUEST"
+    assert tools.wiped == ["/tmp/a", "/tmp/b"]
 
 
 @pytest.mark.parametrize("mode", REVISIONS)

@@ -18,14 +18,23 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
-from llmworker import DefinitionsSnapshot, Progress, StreamEvent, ToolOutput
-from llmworker._wire import ErrorStatus, Reason
+from llmworker import (
+    DefinitionsSnapshot,
+    Progress,
+    StreamEvent,
+    ToolCall,
+    ToolOutput,
+    ToolResult,
+    canonical_json,
+)
+from llmworker._wire import ErrorStatus, Reason, status_of
 from llmworker.v1 import tool_service_pb2 as pb
 
-from ..calls.admission import CallAdmission
+from ..calls.admission import AdmittedCall, CallAdmission
 from ..calls.responses import CallResponses
 from ..registry.registry import Registry
 from ..rpc.auth import CallerCheck, Scope
+from .approval import decided_call
 from .tools import mcp_tool, refusal_result, tool_result
 
 __all__ = ["HttpCaller", "McpCalls"]
@@ -92,6 +101,9 @@ class McpCalls:
             return refusal_result(call)
         name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
         worker = self._registry.worker
+        found = self._registry.handle.get_tool(name)
+        if found is not None and found[0].requires_approval:
+            return await self._decided(ctx, call)
         try:
             if ctx.meta is not None and "progress_token" in ctx.meta:
                 events = worker.stream_tool(
@@ -124,6 +136,25 @@ class McpCalls:
             raise MCPError(_INVALID_PARAMS, f"{status.message}; list the tools with tools/list")
         return refusal_result(status)
 
+    async def _decided(self, ctx: Context, call: AdmittedCall) -> types.CallToolResult:
+        """A call of a tool that requires approval: asked, then run or denied."""
+        name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
+        planned = ToolCall(call_id or log_id, name, input_json, metadata, deadline, timeout)
+        admission = self._admission
+        try:
+            outcome = await decided_call(ctx, self._registry.worker, planned)
+            if isinstance(outcome, ToolResult):
+                result = _result_of(name, outcome)
+            else:
+                result = refusal_result(outcome)
+        except BaseException as error:  # a hook or the worker failed: never the process
+            status = admission.ended(name, log_id, error, started, caller)
+            if status is None:
+                raise  # the client cancelled
+            return refusal_result(status)
+        admission.finish(name, _label_of(outcome), started, caller)
+        return result
+
     def _tools(self) -> list[types.Tool]:
         """Every registry tool as an MCP tool, in the registry's order, converted once per
         registry change."""
@@ -151,6 +182,22 @@ async def _with_progress(ctx: Context, events: AsyncGenerator[StreamEvent]) -> s
     finally:
         await events.aclose()  # cancels the call if it still runs
     raise AssertionError("stream_tool ends with the result")
+
+
+def _result_of(name: str, result: ToolResult) -> types.CallToolResult:
+    if result.error is not None:
+        return refusal_result(status_of(result.error, name))
+    structured = result.structured
+    return tool_result(
+        result.content, "" if structured is None else canonical_json(structured).decode()
+    )
+
+
+def _label_of(outcome: ToolResult | ErrorStatus) -> str:
+    """How the call log shows the end of a decided call."""
+    if isinstance(outcome, ErrorStatus):
+        return outcome.code.name
+    return "OK" if outcome.error is None else status_of(outcome.error, "").code.name
 
 
 def _scoped(tools: list[types.Tool], scope: Scope) -> list[types.Tool]:

@@ -1,0 +1,126 @@
+"""A tool that requires approval, called over MCP: the person is asked through the client
+(an elicitation form, revision 2025-11-25), then the call runs as an approved batch, or is
+denied, as ResumeBatch would decide it. A client that cannot be asked gets
+``APPROVAL_REQUIRED``, and no call runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from llmworker import (
+    Approve,
+    ApproveWithInput,
+    Completed,
+    Decision,
+    ToolCall,
+    ToolResult,
+    Worker,
+)
+from llmworker._wire import ErrorStatus, Reason, shorten
+
+__all__ = ["APPROVAL_FORM", "decided_call"]
+
+Context = ServerRequestContext[Any, Any]
+
+APPROVAL_FORM: Final[dict[str, object]] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "enum": ["approve", "deny"],
+            "description": "Run the call, or refuse it",
+        },
+        "input_json": {
+            "type": "string",
+            "title": "Input (JSON)",
+            "description": "Change the call's input before it runs; leave empty to keep it",
+        },
+        "reason": {
+            "type": "string",
+            "title": "Reason",
+            "description": "Why the call is denied (the model reads it)",
+        },
+    },
+    "required": ["decision"],
+}
+"""The form the person fills: approve or deny, an edited input, a reason."""
+
+
+async def decided_call(
+    ctx: Context, worker: Worker[Any], call: ToolCall
+) -> ToolResult | ErrorStatus:
+    """Ask for a decision on ``call`` and run it as decided: its result (a denial is an
+    error result, as in a batch), or why it could not be asked or did not run."""
+    if not _can_ask(ctx):
+        return _cannot_ask(call.name)
+    answer = await ctx.session.elicit_form(
+        f"Approve the call of '{call.name}' with the input {shorten(call.input_json, 2000)}?",
+        APPROVAL_FORM,
+        related_request_id=ctx.request_id,
+    )
+    decision = _decision(answer)
+    if isinstance(decision, ErrorStatus):
+        return decision
+    paused = await worker.call_tools([call])
+    if isinstance(paused, Completed):  # a pre-hook skipped or answered it
+        return paused.results[0]
+    outcome = await worker.resume(paused, {call.id: decision})
+    if not isinstance(outcome, Completed):
+        return ErrorStatus.of(
+            Reason.APPROVAL_REQUIRED,
+            f"a pre-tool-call hook paused the call of '{shorten(call.name)}' again after its "
+            f"approval ({shorten(outcome.reason, 300)}); send it with CallTools over gRPC, "
+            "where a batch pauses and resumes",
+        )
+    return outcome.results[0]
+
+
+def _can_ask(ctx: Context) -> bool:
+    """Whether the client declared elicitation on a revision that lets the server ask."""
+    capabilities = ctx.session.client_capabilities
+    return (
+        ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        and capabilities is not None
+        and capabilities.elicitation is not None
+    )
+
+
+def _cannot_ask(name: str) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.APPROVAL_REQUIRED,
+        f"tool '{shorten(name)}' requires approval, and this client cannot be asked for it "
+        "(it declared no elicitation capability, or speaks a revision without "
+        "server-initiated requests); nothing ran: connect with a client that supports "
+        "elicitation (revision 2025-11-25), or send the call with CallTools over gRPC",
+        tool=shorten(name),
+    )
+
+
+def _decision(answer: types.ElicitResult) -> Decision | ErrorStatus:
+    """The decision the person's answer holds, or the denial it amounts to."""
+    content = answer.content or {}
+    if answer.action != "accept" or content.get("decision") != "approve":
+        reason = content.get("reason")
+        said = f": {shorten(reason, 300)}" if isinstance(reason, str) and reason else ""
+        how = "denied" if answer.action != "cancel" else "dismissed the question about"
+        return ErrorStatus.of(
+            Reason.CALL_DENIED, f"the person {how} the call{said}; it did not run"
+        )
+    edited = content.get("input_json")
+    if not isinstance(edited, str) or not edited.strip():
+        return Approve()
+    try:
+        json.loads(edited)
+    except ValueError as error:
+        return ErrorStatus.of(
+            Reason.INVALID_REQUEST,
+            f"the edited input is not JSON ({shorten(str(error), 200)}); nothing ran: "
+            "call again and enter a JSON object, or leave the input empty",
+        )
+    return ApproveWithInput(edited)
