@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres bench bench-paused stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres bench bench-paused bench-mcp stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -114,12 +114,18 @@ buf-lint: $(BUF)
 bench: $(STAMP) $(GHZ) postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.paused
+	$(BIN)/python -m bench.mcp
 
 # Pause + resume round trips on each --state store (memory, SQLite, a throw-away PostgreSQL
 # from tests/pg_support.py), then 10,000 held batches: store size, ListPausedBatches pages,
 # start-up; written to bench/results/paused-DATE.json (see BENCHMARKS.md).
 bench-paused: $(STAMP) postgres
 	$(BIN)/python -m bench.paused
+
+# tools/call echo over MCP: llmworker's --mcp-address, the MCP SDK's own MCPServer with the
+# same tool, and llmworker's gRPC CallTool, alternating rounds; bench/results/mcp-DATE.json.
+bench-mcp: $(STAMP)
+	$(BIN)/python -m bench.mcp
 
 # SIGTERM under ghz load (lost calls), a blocked tool at shutdown, huge invalid requests
 # (stall, RSS), 10,000 registrations; written to bench/results/stress-DATE.json.
