@@ -6,6 +6,7 @@ Host/Origin checks against DNS rebinding."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shlex
 import sys
@@ -424,3 +425,72 @@ async def test_the_stdio_bridge_serves_a_remote_server_to_a_local_client(
                 await client.call_tool("no_such_tool", {})
             assert unknown.value.code == -32602
     assert tools.ran == ["echo", "weather"]
+
+
+async def test_bad_bodies_are_refused_and_the_server_keeps_serving() -> None:
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    call: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x" * 100_000}},
+    }
+    bodies = [
+        b"\xff\xfe not utf-8",
+        b"[" * 100_000,
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": 5}',
+        b"{}",
+    ]
+    async with (
+        mcp_server(max_message_bytes=64 * 1024) as (_, tools, url),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        too_large = await http.post(url, json=call, headers=accept)
+        assert too_large.status_code == 413
+        for body in bodies:
+            answer = await http.post(url, content=body, headers=accept)
+            assert 400 <= answer.status_code < 500, (body[:40], answer.status_code)
+        async with client_of(url, "legacy") as client:
+            assert text_of(await client.call_tool("echo", {"text": "still"})) == "still"
+    assert tools.ran == ["echo"]
+
+
+async def test_the_concurrency_limit_applies_to_mcp_calls() -> None:
+    async with (
+        mcp_server(max_concurrent_calls=1) as (_, tools, url),
+        client_of(url, "legacy") as client,
+    ):
+        hanging = asyncio.ensure_future(client.call_tool("hang", {}))
+        for _ in range(500):
+            if tools.ran:
+                break
+            await asyncio.sleep(0.01)
+        refused = await client.call_tool("echo", {"text": "one too many"})
+        assert refused.is_error
+        assert reason_of(refused) == "CONCURRENCY_LIMIT"
+        hanging.cancel()
+        await asyncio.gather(hanging, return_exceptions=True)
+
+
+@pytest.mark.parametrize("mode", REVISIONS)
+async def test_a_stop_with_mcp_calls_and_sessions_open_ends_promptly(mode: str) -> None:
+    async with mcp_server() as (served, tools, url):
+        session = client_of(url, mode)
+        client = await session.__aenter__()
+        try:
+            hanging = asyncio.ensure_future(client.call_tool("hang", {}))
+            for _ in range(500):
+                if tools.ran:
+                    break
+                await asyncio.sleep(0.01)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await asyncio.wait_for(served.app.stop(grace=0), 30)
+            assert loop.time() - started < 15  # a generous bound: the stop does not hang
+            assert tools.cancelled.is_set()  # the running call was cancelled, not left behind
+            hanging.cancel()
+            await asyncio.gather(hanging, return_exceptions=True)
+        finally:
+            with contextlib.suppress(Exception):  # the client's close: its server is gone
+                await session.__aexit__(None, None, None)

@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import socket
-from contextlib import AsyncExitStack
 from typing import Final
 
 import uvicorn
@@ -67,7 +66,9 @@ class McpFront:
         self._manager: StreamableHTTPSessionManager | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._serving: asyncio.Task[None] | None = None
-        self._stack = AsyncExitStack()
+        self._running: asyncio.Task[None] | None = None
+        self._sessions_ready = asyncio.Event()
+        self._sessions_done = asyncio.Event()
         self.port = 0
 
     async def start(self, address: str) -> int:
@@ -85,7 +86,13 @@ class McpFront:
             session_idle_timeout=_SESSION_IDLE_SECONDS,
             max_sessions=_MAX_SESSIONS,
         )
-        await self._stack.enter_async_context(self._manager.run())
+        self._running = asyncio.ensure_future(self._run_sessions(self._manager))
+        await asyncio.wait(
+            [self._running, asyncio.ensure_future(self._sessions_ready.wait())],
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        if self._running.done():
+            self._running.result()  # raises what stopped it
         tls = self._config.tls
         settings = uvicorn.Config(
             self._app,
@@ -116,7 +123,17 @@ class McpFront:
             self._uvicorn.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
-        await self._stack.aclose()
+        if self._running is not None:
+            self._sessions_done.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._running
+
+    async def _run_sessions(self, manager: StreamableHTTPSessionManager) -> None:
+        """Hold the session manager's task group open, in one task from start to stop
+        (anyio ends a task group only in the task that began it)."""
+        async with manager.run():
+            self._sessions_ready.set()
+            await self._sessions_done.wait()
 
     def _tools_changed(self) -> None:
         """Tell every ``subscriptions/listen`` stream that asked for it (2026-07-28)."""
