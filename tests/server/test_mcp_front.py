@@ -40,7 +40,7 @@ from llmworker_server.config import ServerConfig
 from llmworker_server.errors import ConfigError
 from llmworker_server.mcp_front.stdio_bridge import options
 from llmworker_server.mcp_front.tools import REASON_META
-from tests.grpc_support import Served, serve
+from tests.grpc_support import Served, ServerProcess, serve
 
 REVISIONS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
 AGENT, NARROW = "agent-token-0123456789", "narrow-token-0123456789"
@@ -494,3 +494,18 @@ async def test_a_stop_with_mcp_calls_and_sessions_open_ends_promptly(mode: str) 
         finally:
             with contextlib.suppress(Exception):  # the client's close: its server is gone
                 await session.__aexit__(None, None, None)
+
+
+async def test_the_server_process_serves_mcp_and_stops_on_sigterm() -> None:
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", "0", "--mcp-address", "127.0.0.1:0"]
+    )
+    try:
+        await server.port()
+        (line,) = [line for line in server.lines if "serving MCP on " in line]
+        url = line.split("serving MCP on ", 1)[1].strip()
+        async with client_of(url, "2026-07-28") as client:
+            assert text_of(await client.call_tool("echo", {"text": "process"})) == "process"
+    finally:
+        code = await asyncio.to_thread(server.stop)
+    assert code == 0, server.output
