@@ -34,7 +34,14 @@ from ._formats.adapters import (
     tool_calls_from,
     tool_results_message,
 )
+from ._formats.attachment_parts import (
+    AnthropicImageBlock,
+    AnthropicImageSource,
+    AnthropicTextBlock,
+    AnthropicToolResultContent,
+)
 from ._formats.definition_formats import DefinitionFormat, FormattedDefinitions
+from ._model.attachments import Attachment, Audio, EmbeddedResource, Image, ResourceLink
 from ._model.calls import CallMetadata, ToolCall, ToolResult
 from ._model.decisions import Approve, ApproveWithInput, Decision, Deny
 from ._model.errors import (
@@ -102,10 +109,16 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Abort",
+    "AnthropicImageBlock",
+    "AnthropicImageSource",
+    "AnthropicTextBlock",
     "AnthropicToolResultBlock",
+    "AnthropicToolResultContent",
     "AnthropicToolResultsMessage",
     "Approve",
     "ApproveWithInput",
+    "Attachment",
+    "Audio",
     "BatchOutcome",
     "BoundToolMethod",
     "CallMetadata",
@@ -116,11 +129,13 @@ __all__ = [
     "DefinitionFormat",
     "DefinitionsSnapshot",
     "Deny",
+    "EmbeddedResource",
     "FormattedDefinitions",
     "GeminiFunctionResponse",
     "GeminiFunctionResponsePart",
     "GeminiFunctionResult",
     "GeminiToolResultsContent",
+    "Image",
     "JsonObject",
     "JsonValue",
     "Locked",
@@ -140,6 +155,7 @@ __all__ = [
     "RemoteServiceError",
     "RemoteTool",
     "RemoteToolServerHandle",
+    "ResourceLink",
     "SchemaStyle",
     "Skip",
     "StreamEvent",

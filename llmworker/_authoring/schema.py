@@ -23,6 +23,7 @@ from typing_extensions import is_typeddict
 
 from .._formats.strict import strict_schema
 from .._model.json_values import JsonObject
+from .._model.tool import ToolOutput
 
 __all__ = ["SchemaStyle", "arguments_schema", "is_structured", "output_schema"]
 
@@ -59,9 +60,12 @@ def arguments_schema(model: type[BaseModel], style: SchemaStyle, tool_name: str)
 
 def is_structured(annotation: object) -> bool:
     """Whether a return annotation describes a JSON object: a pydantic model, a dataclass,
-    a TypedDict or a ``dict``/``Mapping`` with ``str`` keys."""
+    a TypedDict or a ``dict``/``Mapping`` with ``str`` keys (not ``ToolOutput``, which a
+    tool returns as it is)."""
     if typing.get_origin(annotation) is Annotated:
         annotation = typing.get_args(annotation)[0]
+    if annotation is ToolOutput:
+        return False
     if isinstance(annotation, type):
         kind = cast("type[object]", annotation)
         return (

@@ -95,6 +95,8 @@ def wrapper_class(
                 raise crash_error(self, crash.error) from crash.error
             except Exception as error:
                 raise ToolError.ExecutionFailed(message_of(error)) from error
+            if isinstance(result, ToolOutput):  # attachments, or a value, beside the text
+                return result
             if structured:
                 return _structured_output(result, name)
             return result if isinstance(result, str) else render_result(result, name)

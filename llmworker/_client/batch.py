@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, cast, final
 
 import grpc
 
+from .._model.attachments import Attachment
 from .._model.calls import ToolCall, ToolResult
 from .._model.decisions import Approve, ApproveWithInput, Decision, Deny
 from .._model.errors import (
@@ -20,6 +21,7 @@ from .._model.errors import (
 )
 from .._model.json_values import JsonObject
 from .._model.outcomes import Completed, RemotePaused
+from .._wire.attachments import attachments_from
 from .._wire.status import (
     ABORT_CALL_KEY,
     ABORT_REASON_KEY,
@@ -132,6 +134,20 @@ def structured_of(text: str) -> JsonObject | None:
     return cast("JsonObject", value)
 
 
+def received_attachments(messages: Iterable[pb.Attachment]) -> tuple[Attachment, ...]:
+    """The attachments the server sent; ``RemoteServiceError`` when one is not valid."""
+    try:
+        return attachments_from(messages)
+    except ValueError as error:
+        raise RemoteServiceError(
+            grpc.StatusCode.UNAVAILABLE,
+            Reason.PROVIDER_UNAVAILABLE.value,
+            f"the server sent an attachment that is not valid ({error}); check that it is an "
+            "llmworker server of this release or newer",
+            {},
+        ) from None
+
+
 def _result(message: pb.CallResult) -> ToolResult:
     structured = structured_of(message.structured_output_json) if not message.is_error else None
     error: ToolError | ToolServerError | None = None
@@ -144,6 +160,7 @@ def _result(message: pb.CallResult) -> ToolResult:
         error=error,
         structured=structured,
         skipped=message.skipped,
+        attachments=() if message.is_error else received_attachments(message.attachments),
     )
 
 

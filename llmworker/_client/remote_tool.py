@@ -18,7 +18,7 @@ from .._runtime.streaming import OutputChunk, Progress
 from .._wire.status import CODES, TABLE_REASONS, Reason, table_reason, tool_error_from_rpc
 from .._wire.stubs import CALL_TOOL, CALL_TOOL_STREAM, CALL_TOOLS, RESUME_BATCH, bind
 from ..v1 import tool_service_pb2 as pb
-from .batch import outcome_of, resume_request, structured_of
+from .batch import outcome_of, received_attachments, resume_request, structured_of
 from .stream import event_of
 
 __all__ = ["RemoteTool", "output_of"]
@@ -145,7 +145,7 @@ class RemoteTool:
         result = outcome.results[0]
         if result.is_error:
             raise result.error or ToolError.ExecutionFailed(result.content)
-        return ToolOutput(result.content, result.structured)
+        return ToolOutput(result.content, result.structured, result.attachments)
 
     def _provider_failure(self, error: RemoteServiceError) -> RemoteServiceError:
         """A failure that came from gRPC or a server that is no llmworker server, under the
@@ -174,6 +174,10 @@ def _as_output(output: str | ToolOutput) -> ToolOutput:
 
 
 def output_of(response: pb.CallToolResponse) -> str | ToolOutput:
-    if not response.structured_output_json:
+    if not response.structured_output_json and not response.attachments:
         return response.output
-    return ToolOutput(response.output, structured_of(response.structured_output_json))
+    return ToolOutput(
+        response.output,
+        structured_of(response.structured_output_json),
+        received_attachments(response.attachments),
+    )

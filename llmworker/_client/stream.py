@@ -11,7 +11,7 @@ from .._model.tool import ToolOutput
 from .._runtime.streaming import OutputChunk, Progress, StreamEvent
 from .._wire.stubs import raise_failure
 from ..v1 import tool_service_pb2 as pb
-from .batch import structured_of
+from .batch import received_attachments, structured_of
 
 __all__ = ["event_of", "read_events", "read_events_blocking"]
 
@@ -27,7 +27,11 @@ def event_of(event: pb.CallToolEvent) -> StreamEvent | None:
         return Progress(progress.progress, total, progress.message)
     if kind == "result":
         result = event.result
-        return ToolOutput(result.output, structured_of(result.structured_output_json))
+        return ToolOutput(
+            result.output,
+            structured_of(result.structured_output_json),
+            received_attachments(result.attachments),
+        )
     return None
 
 

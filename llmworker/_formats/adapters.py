@@ -25,6 +25,12 @@ from typing_extensions import TypedDict
 from .._model.calls import ToolCall, ToolResult
 from .._model.json_values import JsonValue, canonical_json
 from .._model.text import shorten
+from .attachment_parts import (
+    AnthropicToolResultContent,
+    anthropic_content,
+    attachment_notes,
+    with_attachment_notes,
+)
 from .definition_formats import DefinitionFormat
 
 __all__ = [
@@ -69,7 +75,7 @@ class AnthropicToolResultBlock(TypedDict):
 
     type: Literal["tool_result"]
     tool_use_id: str
-    content: str
+    content: str | list[AnthropicToolResultContent]  # blocks when the result has attachments
     is_error: NotRequired[bool]
 
 
@@ -82,10 +88,11 @@ class AnthropicToolResultsMessage(TypedDict):
 
 class GeminiFunctionResult(TypedDict, total=False):
     """A Gemini ``functionResponse.response``: ``output`` (the result) or ``error``, never
-    both."""
+    both; ``attachments`` says what a structured result carried beside it (one line each)."""
 
     output: JsonValue
     error: str
+    attachments: list[str]
 
 
 class GeminiFunctionResponse(TypedDict):
@@ -301,13 +308,19 @@ def tool_results_message(
     at run time)."""
     if form in _OPENAI_CHAT:
         return [
-            OpenAIChatToolMessage(role="tool", tool_call_id=result.call_id, content=result.content)
+            OpenAIChatToolMessage(
+                role="tool",
+                tool_call_id=result.call_id,
+                content=with_attachment_notes(result, "OpenAI tool messages carry text only"),
+            )
             for result in results
         ]
     if form in _OPENAI_RESPONSES:
         return [
             OpenAIResponsesFunctionCallOutput(
-                type="function_call_output", call_id=result.call_id, output=result.content
+                type="function_call_output",
+                call_id=result.call_id,
+                output=with_attachment_notes(result, "function_call_output carries text here"),
             )
             for result in results
         ]
@@ -315,13 +328,16 @@ def tool_results_message(
         blocks: list[AnthropicToolResultBlock] = []
         for result in results:
             block = AnthropicToolResultBlock(
-                type="tool_result", tool_use_id=result.call_id, content=result.content
+                type="tool_result", tool_use_id=result.call_id, content=anthropic_content(result)
             )
             if result.is_error:
                 block["is_error"] = True
             blocks.append(block)
         return AnthropicToolResultsMessage(role="user", content=blocks)
     return GeminiToolResultsContent(role="user", parts=_gemini_parts(results, calls))
+
+
+_GEMINI_CARRIES = "Gemini function responses carry JSON only"
 
 
 def _gemini_parts(
@@ -342,8 +358,10 @@ def _gemini_parts(
             response = {"error": result.content}
         elif result.structured is not None:
             response = {"output": result.structured}
+            if result.attachments:
+                response["attachments"] = attachment_notes(result, _GEMINI_CARRIES)
         else:
-            response = {"output": result.content}
+            response = {"output": with_attachment_notes(result, _GEMINI_CARRIES)}
         answer = GeminiFunctionResponse(name=name, response=response)
         if not _DERIVED_ID.fullmatch(result.call_id):
             answer["id"] = result.call_id  # the model's own id, given back to match its call

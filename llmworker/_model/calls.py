@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, final
 
+from .attachments import Attachment
 from .errors import ToolError, ToolServerError
 from .json_values import JsonObject
 
@@ -94,7 +95,8 @@ class ToolResult:
     """The answer to the call ``call_id``, as text for the model.
 
     ``structured`` is the tool's structured result beside the text, when it has one;
-    ``skipped`` says a pre-hook skipped the call. ``error`` keeps the exception behind an
+    ``skipped`` says a pre-hook skipped the call; ``attachments`` are the images, audio and
+    resources the tool returned beside the text. ``error`` keeps the exception behind an
     error result (not compared), so a transport can report the exact variant; ``content``
     is its text.
     """
@@ -105,3 +107,4 @@ class ToolResult:
     error: ToolError | ToolServerError | None = field(default=None, compare=False, repr=False)
     structured: JsonObject | None = None
     skipped: bool = False
+    attachments: tuple[Attachment, ...] = ()

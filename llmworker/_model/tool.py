@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, final, runtime_checkable
 
+from .attachments import Attachment
 from .json_values import JsonObject
 from .tool_meta import ToolMeta
 
@@ -15,12 +16,14 @@ __all__ = ["Tool", "ToolDefinition", "ToolFactory", "ToolOutput", "declared_meta
 @final
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
-    """A result with a structured value beside its text: what a tool with an output schema
-    returns. ``text`` is what the model reads; ``structured`` is a JSON object matching the
-    tool's ``ToolMeta.output_schema``."""
+    """A result with more than its text: what a tool with an output schema returns, or one
+    with attachments. ``text`` is what the model reads; ``structured`` is a JSON object
+    matching the tool's ``ToolMeta.output_schema``; ``attachments`` are images, audio and
+    resources beside the text."""
 
     text: str
     structured: JsonObject | None = None
+    attachments: tuple[Attachment, ...] = ()
 
 
 @runtime_checkable

@@ -217,7 +217,9 @@ async def _execute_call(call: ToolCall, target: tuple[ToolMeta, Tool]) -> ToolRe
         return ToolResult(call.id, str(error), is_error=True, error=error)
     if isinstance(output, str):
         return ToolResult(call.id, output)
-    return ToolResult(call.id, output.text, structured=output.structured)
+    return ToolResult(
+        call.id, output.text, structured=output.structured, attachments=output.attachments
+    )
 
 
 async def _run_post_hooks(
@@ -297,8 +299,8 @@ async def run_one_call(
     if not result.is_error:
         return (
             result.content
-            if result.structured is None
-            else ToolOutput(result.content, result.structured)
+            if result.structured is None and not result.attachments
+            else ToolOutput(result.content, result.structured, result.attachments)
         )
     if isinstance(result.error, ToolServerError):
         raise result.error

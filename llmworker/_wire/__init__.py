@@ -15,6 +15,7 @@ contract in ``make test`` checks that). Its names are not public API: applicatio
 from .._formats.definition_formats import format_definitions
 from .._model.calls import NO_METADATA
 from .._model.text import message_of, printable, shorten
+from .attachments import attachment_messages, attachments_from, attachments_size
 from .caller_token import bearer_metadata, caller_token_interceptors, with_metadata
 from .messages import (
     definition_format,
@@ -45,6 +46,9 @@ __all__ = [
     "ErrorStatus",
     "Reason",
     "aio_channel",
+    "attachment_messages",
+    "attachments_from",
+    "attachments_size",
     "bearer_metadata",
     "bind",
     "caller_token_interceptors",

@@ -189,25 +189,163 @@ class CallToolResponse(_message.Message):
 
     OUTPUT_FIELD_NUMBER: _builtins.int
     STRUCTURED_OUTPUT_JSON_FIELD_NUMBER: _builtins.int
+    ATTACHMENTS_FIELD_NUMBER: _builtins.int
     output: _builtins.str
     """The tool's result text."""
     structured_output_json: _builtins.str
     """The tool's structured result as canonical JSON (a JSON object matching the definition's
     output_schema_json); empty when the tool returned text only.
     """
+    @_builtins.property
+    def attachments(self) -> _containers.RepeatedCompositeFieldContainer[Global___Attachment]:
+        """Images, audio and resources the tool returned beside the text, in its order; empty for
+        most tools (a client that ignores them still has the text).
+        """
+
     def __init__(
         self,
         *,
         output: _builtins.str = ...,
         structured_output_json: _builtins.str = ...,
+        attachments: _abc.Iterable[Global___Attachment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["output", b"output", "structured_output_json", b"structured_output_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "output", b"output", "structured_output_json", b"structured_output_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class Attachment(_message.Message):
+    """One block a result carries beside its text (MCP's content blocks beyond text)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IMAGE_FIELD_NUMBER: _builtins.int
+    AUDIO_FIELD_NUMBER: _builtins.int
+    RESOURCE_LINK_FIELD_NUMBER: _builtins.int
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def image(self) -> Global___Media:
+        """An image: its bytes and an image/* MIME type."""
+
+    @_builtins.property
+    def audio(self) -> Global___Media:
+        """A sound: its bytes and an audio/* MIME type."""
+
+    @_builtins.property
+    def resource_link(self) -> Global___ResourceLink:
+        """A link to a resource the client may fetch."""
+
+    @_builtins.property
+    def resource(self) -> Global___EmbeddedResource:
+        """A resource's contents, sent along."""
+
+    def __init__(
+        self,
+        *,
+        image: Global___Media | None = ...,
+        audio: Global___Media | None = ...,
+        resource_link: Global___ResourceLink | None = ...,
+        resource: Global___EmbeddedResource | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audio", b"audio", "image", b"image", "kind", b"kind", "resource", b"resource", "resource_link", b"resource_link"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audio", b"audio", "image", b"image", "kind", b"kind", "resource", b"resource", "resource_link", b"resource_link"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["image", "audio", "resource_link", "resource"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___Attachment: _TypeAlias = Attachment  # noqa: Y015
+
+@_typing.final
+class Media(_message.Message):
+    """Bytes of an image or a sound, and their MIME type."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATA_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    data: _builtins.bytes
+    mime_type: _builtins.str
+    def __init__(
+        self,
+        *,
+        data: _builtins.bytes = ...,
+        mime_type: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "mime_type", b"mime_type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Media: _TypeAlias = Media  # noqa: Y015
+
+@_typing.final
+class ResourceLink(_message.Message):
+    """A resource by URI, with an optional name, MIME type and description."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    name: _builtins.str
+    mime_type: _builtins.str
+    description: _builtins.str
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        name: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        description: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "mime_type", b"mime_type", "name", b"name", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceLink: _TypeAlias = ResourceLink  # noqa: Y015
+
+@_typing.final
+class EmbeddedResource(_message.Message):
+    """A resource's URI and its contents: text, or bytes."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    BLOB_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    mime_type: _builtins.str
+    text: _builtins.str
+    blob: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        text: _builtins.str = ...,
+        blob: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["blob", b"blob", "contents", b"contents", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blob", b"blob", "contents", b"contents", "mime_type", b"mime_type", "text", b"text", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_contents: _TypeAlias = _typing.Literal["text", "blob"]  # noqa: Y015
+    _WhichOneofArgType_contents: _TypeAlias = _typing.Literal["contents", b"contents"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_contents) -> _WhichOneofReturnType_contents | None: ...
+
+Global___EmbeddedResource: _TypeAlias = EmbeddedResource  # noqa: Y015
 
 @_typing.final
 class CallToolEvent(_message.Message):
@@ -486,6 +624,7 @@ class CallResult(_message.Message):
     IS_ERROR_FIELD_NUMBER: _builtins.int
     SKIPPED_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    ATTACHMENTS_FIELD_NUMBER: _builtins.int
     call_id: _builtins.str
     """The call's call_id."""
     output: _builtins.str
@@ -500,6 +639,10 @@ class CallResult(_message.Message):
     def error(self) -> _status_pb2.Status:
         """For errors: the code, message and ErrorInfo CallTool would have failed with."""
 
+    @_builtins.property
+    def attachments(self) -> _containers.RepeatedCompositeFieldContainer[Global___Attachment]:
+        """As CallToolResponse.attachments; empty for errors."""
+
     def __init__(
         self,
         *,
@@ -509,10 +652,11 @@ class CallResult(_message.Message):
         is_error: _builtins.bool = ...,
         skipped: _builtins.bool = ...,
         error: _status_pb2.Status | None = ...,
+        attachments: _abc.Iterable[Global___Attachment] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_id", b"call_id", "error", b"error", "is_error", b"is_error", "output", b"output", "skipped", b"skipped", "structured_output_json", b"structured_output_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attachments", b"attachments", "call_id", b"call_id", "error", b"error", "is_error", b"is_error", "output", b"output", "skipped", b"skipped", "structured_output_json", b"structured_output_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

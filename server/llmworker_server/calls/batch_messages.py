@@ -66,13 +66,14 @@ class BatchMessages:
             return message
         try:
             output = self._responses.response_of(
-                name, ToolOutput(result.content, result.structured)
+                name, ToolOutput(result.content, result.structured, result.attachments)
             )
             return pb.CallResult(
                 call_id=result.call_id,
                 output=output.output,
                 structured_output_json=output.structured_output_json,
                 skipped=result.skipped,
+                attachments=output.attachments,
             )
         except ToolServerError as error:  # too large, or not Unicode
             return self._error(result.call_id, name, error)

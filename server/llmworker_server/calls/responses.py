@@ -4,7 +4,7 @@ what the server cannot send becomes the tool's internal error."""
 from __future__ import annotations
 
 from llmworker import ToolError, ToolOutput, ToolServerError, canonical_json
-from llmworker._wire import shorten
+from llmworker._wire import attachment_messages, attachments_size, shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
 __all__ = ["CallResponses", "tool_internal"]
@@ -25,6 +25,8 @@ class CallResponses:
             text, structured = output, ""
         else:
             text, structured = _parts(name, output)
+            if output.attachments:
+                return self._with_attachments(name, text, structured, output)
         if len(text) + len(structured) > self.surely_fits:
             self._check_size(name, text + structured)
         try:
@@ -35,8 +37,26 @@ class CallResponses:
             failure = _not_unicode(name, error)
             raise failure from failure.__cause__
 
-    def _check_size(self, name: str, output: str) -> None:
-        size, limit = len(output.encode(errors="replace")), self._max_output_bytes
+    def _with_attachments(
+        self, name: str, text: str, structured: str, output: ToolOutput
+    ) -> pb.CallToolResponse:
+        """A response with the images, audio and resources beside the text, all within
+        the limit."""
+        extra = attachments_size(output.attachments)
+        if len(text) + len(structured) + extra // 4 > self.surely_fits:
+            self._check_size(name, text + structured, extra)
+        try:
+            return pb.CallToolResponse(
+                output=text,
+                structured_output_json=structured,
+                attachments=attachment_messages(output.attachments),
+            )
+        except UnicodeEncodeError as error:
+            failure = _not_unicode(name, error)
+            raise failure from failure.__cause__
+
+    def _check_size(self, name: str, output: str, attached: int = 0) -> None:
+        size, limit = len(output.encode(errors="replace")) + attached, self._max_output_bytes
         if size > limit:
             raise tool_internal(
                 f"the result of '{shorten(name)}' is {size} bytes, over the {limit} a response "

@@ -49,9 +49,8 @@ class CallStreams:
             try:
                 async for event in events:
                     if isinstance(event, ToolOutput):
-                        result = self._responses.response_of(
-                            name, event.text if event.structured is None else event
-                        )
+                        plain = event.structured is None and not event.attachments
+                        result = self._responses.response_of(name, event.text if plain else event)
                         yield pb.CallToolEvent(result=result)
                     elif isinstance(event, OutputChunk):
                         for piece in self._pieces(name, event.text):

@@ -27,7 +27,7 @@ from llmworker import (
     ToolResult,
     canonical_json,
 )
-from llmworker._wire import ErrorStatus, Reason, status_of
+from llmworker._wire import ErrorStatus, Reason, attachments_from, status_of
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..calls.admission import AdmittedCall, CallAdmission
@@ -131,7 +131,8 @@ class McpCalls:
                 raise  # the client cancelled
         else:
             admission.finish(name, "OK", started, caller)
-            return tool_result(response.output, response.structured_output_json)
+            attachments = attachments_from(response.attachments)
+            return tool_result(response.output, response.structured_output_json, attachments)
         if status.reason == Reason.TOOL_NOT_FOUND:
             raise MCPError(_INVALID_PARAMS, f"{status.message}; list the tools with tools/list")
         return refusal_result(status)
@@ -188,9 +189,8 @@ def _result_of(name: str, result: ToolResult) -> types.CallToolResult:
     if result.error is not None:
         return refusal_result(status_of(result.error, name))
     structured = result.structured
-    return tool_result(
-        result.content, "" if structured is None else canonical_json(structured).decode()
-    )
+    as_json = "" if structured is None else canonical_json(structured).decode()
+    return tool_result(result.content, as_json, result.attachments)
 
 
 def _label_of(outcome: ToolResult | ErrorStatus) -> str:

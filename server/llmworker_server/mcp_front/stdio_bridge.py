@@ -73,7 +73,7 @@ class StdioBridge:
                 elif isinstance(event, ToolOutput):
                     structured = event.structured
                     as_json = "" if structured is None else canonical_json(structured).decode()
-                    return tool_result(event.text, as_json)
+                    return tool_result(event.text, as_json, event.attachments)
         except (ToolError, ToolServerError) as error:
             status = status_of(error, name)
             if status.reason == Reason.TOOL_NOT_FOUND:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Sequence
 from typing import Final
 
 import mcp_types as types
 
-from llmworker import JsonObject, ToolMeta, canonical_json
+from llmworker import (
+    Attachment,
+    Audio,
+    EmbeddedResource,
+    Image,
+    JsonObject,
+    ResourceLink,
+    ToolMeta,
+    canonical_json,
+)
 from llmworker._wire import ErrorStatus
 
 __all__ = ["REASON_META", "mcp_tool", "refusal_result", "tool_result"]
@@ -41,10 +52,13 @@ def mcp_tool(meta: ToolMeta) -> types.Tool:
     )
 
 
-def tool_result(text: str, structured_json: str) -> types.CallToolResult:
-    """A call's result: its text, and its structured output (JSON text, "" for none) as
-    ``structuredContent`` beside it."""
+def tool_result(
+    text: str, structured_json: str, attachments: Sequence[Attachment] = ()
+) -> types.CallToolResult:
+    """A call's result: its text, then its attachments as image, audio and resource blocks,
+    and its structured output (JSON text, "" for none) as ``structuredContent``."""
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    content.extend(_block(attachment) for attachment in attachments)
     if not structured_json:
         return types.CallToolResult(content=content)
     structured: object = json.loads(structured_json)
@@ -59,6 +73,38 @@ def refusal_result(status: ErrorStatus) -> types.CallToolResult:
     )
     result.meta = {REASON_META: status.reason}
     return result
+
+
+def _block(attachment: Attachment) -> types.ContentBlock:
+    match attachment:
+        case Image():
+            return types.ImageContent(data=_base64(attachment.data), mime_type=attachment.mime_type)
+        case Audio():
+            return types.AudioContent(data=_base64(attachment.data), mime_type=attachment.mime_type)
+        case ResourceLink():
+            return types.ResourceLink(
+                uri=attachment.uri,
+                name=attachment.name or attachment.uri,
+                mime_type=attachment.mime_type or None,
+                description=attachment.description or None,
+            )
+        case EmbeddedResource():
+            mime_type = attachment.mime_type or None
+            if attachment.text is not None:
+                contents: types.TextResourceContents | types.BlobResourceContents = (
+                    types.TextResourceContents(
+                        uri=attachment.uri, mime_type=mime_type, text=attachment.text
+                    )
+                )
+            else:
+                contents = types.BlobResourceContents(
+                    uri=attachment.uri, mime_type=mime_type, blob=_base64(attachment.blob or b"")
+                )
+            return types.EmbeddedResource(resource=contents)
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _plain(schema: JsonObject) -> dict[str, object]:
