@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres bench bench-paused bench-mcp stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,12 @@ $(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck imports docs proto-check buf-lint interop $(GHZ) unit
+test: lint typecheck imports docs proto-check buf-lint interop $(GHZ) unit mcp-conformance
+
+# The official MCP conformance suite's server scenarios against the MCP front, revisions
+# 2025-11-25 and 2026-07-28, with tests/conformance/expected-failures.yml as the baseline.
+mcp-conformance: $(STAMP) $(BUF)
+	$(BIN)/python -m tests.conformance.run
 
 # Go and Node.js must be on PATH; everything else comes from the module proxy and npm.
 toolchains:

@@ -55,9 +55,12 @@ def mcp_tool(meta: ToolMeta) -> types.Tool:
 def tool_result(
     text: str, structured_json: str, attachments: Sequence[Attachment] = ()
 ) -> types.CallToolResult:
-    """A call's result: its text, then its attachments as image, audio and resource blocks,
-    and its structured output (JSON text, "" for none) as ``structuredContent``."""
-    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    """A call's result: its text (none when it is empty and attachments follow), then its
+    attachments as image, audio and resource blocks, and its structured output (JSON text,
+    "" for none) as ``structuredContent``."""
+    content: list[types.ContentBlock] = []
+    if text or not attachments:  # a result of attachments alone shows no empty text
+        content.append(types.TextContent(type="text", text=text))
     content.extend(_block(attachment) for attachment in attachments)
     if not structured_json:
         return types.CallToolResult(content=content)

@@ -1,0 +1,1 @@
+"""The MCP conformance fixture (see ``fixture_tools``)."""
