@@ -58,9 +58,9 @@ def anthropic_content(result: ToolResult) -> str | list[AnthropicToolResultConte
     attachment (an image as itself, the rest as a line saying what it is)."""
     if not result.attachments:
         return result.content
-    blocks: list[AnthropicToolResultContent] = [
-        AnthropicTextBlock(type="text", text=result.content)
-    ]
+    blocks: list[AnthropicToolResultContent] = []
+    if result.content:  # Anthropic refuses an empty text block
+        blocks.append(AnthropicTextBlock(type="text", text=result.content))
     for attachment in result.attachments:
         if isinstance(attachment, Image) and attachment.mime_type in _ANTHROPIC_IMAGES:
             source = AnthropicImageSource(

@@ -11,14 +11,29 @@ from .text import shorten
 __all__ = ["Attachment", "Audio", "EmbeddedResource", "Image", "ResourceLink"]
 
 
-def _check_media(kind: str, data: bytes, mime_type: str) -> None:
-    if not mime_type.startswith(f"{kind}/"):
+def _check_media(kind: str, data: object, mime_type: object) -> None:
+    if not isinstance(data, bytes):
+        raise TypeError(f"an {kind} attachment's data is bytes, not {type(data).__name__}")
+    if not isinstance(mime_type, str) or not mime_type.startswith(f"{kind}/"):
         raise ValueError(
-            f"an {kind} attachment needs a {kind}/* MIME type, not {shorten(mime_type, 80)!r} "
+            f"an {kind} attachment needs a {kind}/* MIME type, not {shorten(str(mime_type), 80)!r} "
             f"(e.g. {'image/png' if kind == 'image' else 'audio/wav'})"
         )
     if not data:
         raise ValueError(f"an {kind} attachment needs its bytes; pass the file's contents")
+
+
+def _check_texts(*values: object) -> None:
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeError(
+                f"an attachment's URI, name and types are str, not {type(value).__name__}"
+            )
+
+
+def _check_blob(blob: object) -> None:
+    if blob is not None and not isinstance(blob, bytes):
+        raise TypeError(f"an embedded resource's blob is bytes, not {type(blob).__name__}")
 
 
 @final
@@ -57,6 +72,7 @@ class ResourceLink:
     description: str = ""
 
     def __post_init__(self) -> None:
+        _check_texts(self.uri, self.name, self.mime_type, self.description)
         if not self.uri:
             raise ValueError("a resource link needs a URI (e.g. file:///tmp/report.pdf)")
 
@@ -72,6 +88,8 @@ class EmbeddedResource:
     mime_type: str = ""
 
     def __post_init__(self) -> None:
+        _check_texts(self.uri, self.mime_type, "" if self.text is None else self.text)
+        _check_blob(self.blob)
         if not self.uri:
             raise ValueError("an embedded resource needs a URI (e.g. test://report)")
         if (self.text is None) == (self.blob is None):

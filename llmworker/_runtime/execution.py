@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import Final, TypeAlias, cast
 
+from .._model.attachments import Audio, EmbeddedResource, Image, ResourceLink
 from .._model.errors import ToolError, ToolServerError
 from .._model.json_numbers import non_finite_literal, non_finite_value
 from .._model.text import message_of, shorten
@@ -121,6 +122,9 @@ def _not_json(path: str, literal: str) -> str:
     return f"{where}: {problem}; send a finite number there, or null or a string"
 
 
+_ATTACHMENTS: Final = (Image, Audio, ResourceLink, EmbeddedResource)
+
+
 def _checked_output(tool: Tool, name: str, result: object) -> ToolOutput:
     if not isinstance(result, ToolOutput):
         raise ToolError.Internal(
@@ -134,6 +138,11 @@ def _checked_output(tool: Tool, name: str, result: object) -> ToolOutput:
             f"{type(tool).__name__}.execute returned a ToolOutput whose text is not str or "
             "whose structured value is not a JSON object"
         )
+    if _strays(result.attachments):  # a tool's own code made them: checked, not trusted
+        raise ToolError.Internal(
+            f"the result of '{shorten(name)}' has attachments that are not Image, Audio, "
+            "ResourceLink or EmbeddedResource values in a tuple; return those"
+        )
     found = None if result.structured is None else non_finite_value(result.structured)
     if found is not None:
         path, number = found
@@ -142,6 +151,14 @@ def _checked_output(tool: Tool, name: str, result: object) -> ToolOutput:
             "which JSON cannot represent; return null, a string or a finite number there"
         )
     return result
+
+
+def _strays(attachments: object) -> list[object]:
+    """What ``attachments`` holds that is no attachment (itself, when it is no tuple)."""
+    if not isinstance(attachments, tuple):
+        return [attachments]
+    items = cast("tuple[object, ...]", attachments)
+    return [item for item in items if not isinstance(item, _ATTACHMENTS)]
 
 
 def crash_error(tool: Tool, error: BaseException) -> ToolError:

@@ -159,3 +159,28 @@ async def test_attachments_become_mcp_content_blocks(mode: str) -> None:
     assert isinstance(blob, types.EmbeddedResource)
     assert isinstance(blob.resource, types.BlobResourceContents)
     assert base64.b64decode(blob.resource.blob) == b"\x00\x01\x02"
+
+
+@tool_registry
+class Careless:
+    @tool
+    async def stray(self) -> ToolOutput:
+        """Attaches something that is no attachment."""
+        return ToolOutput("text", attachments=("not an attachment",))  # type: ignore[arg-type]
+
+
+async def test_a_stray_attachment_is_the_tool_s_internal_error_and_the_batch_keeps_the_rest() -> (
+    None
+):
+    careless: Worker[Mutable] = Worker()
+    careless.register_tools([*tool_definitions(Careless()), *tool_definitions(Drawing())])
+    batch = await careless.call_tools(
+        [ToolCall("s", "stray", "{}"), ToolCall("c", "chart", '{"title": "kept"}')]
+    )
+    assert isinstance(batch, Completed)
+    stray, chart = batch.results
+    assert stray.is_error
+    assert "not Image, Audio, ResourceLink or EmbeddedResource" in stray.content
+    assert chart.attachments == ATTACHED
+    with pytest.raises(TypeError, match="data is bytes, not str"):
+        Image("abc", "image/png")  # type: ignore[arg-type]

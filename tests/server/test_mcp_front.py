@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import shlex
+import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -393,8 +394,9 @@ async def test_the_stdio_bridge_serves_a_remote_server_to_a_local_client(
     mode: str, tmp_path: Path
 ) -> None:
     tokens = caller_tokens(tmp_path / "tokens.json")
-    (tmp_path / "narrow").write_text(NARROW + "\n")
-    (tmp_path / "agent").write_text(AGENT + "\n")
+    for name, token in (("narrow", NARROW), ("agent", AGENT)):
+        (tmp_path / name).write_text(token + "\n")
+        (tmp_path / name).chmod(0o600)
     async with mcp_server(auth_tokens=tokens) as (served, tools, _):
 
         def bridge(token: str) -> StdioServerParameters:
@@ -506,6 +508,98 @@ async def test_the_server_process_serves_mcp_and_stops_on_sigterm() -> None:
         url = line.split("serving MCP on ", 1)[1].strip()
         async with client_of(url, "2026-07-28") as client:
             assert text_of(await client.call_tool("echo", {"text": "process"})) == "process"
+    finally:
+        code = await asyncio.to_thread(server.stop)
+    assert code == 0, server.output
+
+
+def test_the_stdio_bridge_refuses_a_shared_token_file_and_plaintext_beyond_loopback(
+    tmp_path: Path,
+) -> None:
+    bridge = str(Path(sys.executable).parent / "llmworker-mcp-stdio")
+    token = tmp_path / "token"
+    token.write_text(AGENT)
+    token.chmod(0o644)
+    shared = subprocess.run(
+        [bridge, "--connect", "127.0.0.1:1", "--token-file", str(token)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert shared.returncode == 2
+    assert "chmod 600" in shared.stderr
+    plaintext = subprocess.run(
+        [bridge, "--connect", "tools.example:50051"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert plaintext.returncode == 2
+    assert "--tls" in plaintext.stderr
+
+
+async def test_an_unanswered_approval_ends_without_running_the_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("llmworker_server.mcp_front.approval.APPROVAL_WAIT_SECONDS", 0.5)
+
+    async def away(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        await asyncio.sleep(10)  # nobody is at the keyboard
+        return types.ElicitResult(action="cancel")
+
+    async with mcp_server() as (served, tools, url), asking_client(url, away) as client:
+        unanswered = await client.call_tool("wipe", {"path": "/"})
+        assert reason_of(unanswered) == "APPROVAL_REQUIRED"
+        assert "nobody answered" in text_of(unanswered)
+        assert served.app.tools.in_flight == 0
+    assert tools.wiped == []
+
+
+async def test_a_session_is_its_opener_s_and_no_other_token_s(tmp_path: Path) -> None:
+    tokens = caller_tokens(tmp_path / "tokens.json")
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    hello: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    listing: dict[str, object] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    async with (
+        mcp_server(auth_tokens=tokens) as (_, _tools, url),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        opened = await http.post(
+            url, json=hello, headers={**accept, "authorization": f"Bearer {AGENT}"}
+        )
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        stolen = await http.post(
+            url, json=listing, headers={**accept, **session, "authorization": f"Bearer {NARROW}"}
+        )
+        assert stolen.status_code == 404  # as if the session did not exist
+        own = await http.post(
+            url, json=listing, headers={**accept, **session, "authorization": f"Bearer {AGENT}"}
+        )
+        assert own.status_code == 200
+
+
+async def test_a_sigterm_lets_an_mcp_call_in_flight_finish() -> None:
+    server = ServerProcess(
+        ["--demo", "--no-internal", "--port", "0", "--mcp-address", "127.0.0.1:0"]
+    )
+    try:
+        await server.port()
+        (line,) = [line for line in server.lines if "serving MCP on " in line]
+        url = line.split("serving MCP on ", 1)[1].strip()
+        async with client_of(url, "legacy") as client:
+            counting = asyncio.ensure_future(client.call_tool("countdown", {"n": 30, "delay": 0.1}))
+            await asyncio.sleep(0.4)
+            server.terminate()  # the grace (10 s) covers the 3 s countdown; uvicorn alone gave 2
+            counted = await asyncio.wait_for(counting, 30)
+            assert not counted.is_error
+            assert text_of(counted).split() == [str(n) for n in range(30, 0, -1)]
     finally:
         code = await asyncio.to_thread(server.stop)
     assert code == 0, server.output

@@ -5,12 +5,15 @@ denied, as ResumeBatch would decide it. A client that cannot be asked gets
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Final
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from llmworker import (
     Approve,
@@ -51,6 +54,9 @@ APPROVAL_FORM: Final[dict[str, object]] = {
 }
 """The form the person fills: approve or deny, an edited input, a reason."""
 
+APPROVAL_WAIT_SECONDS: Final = 300.0
+"""How long a call waits for the person's answer; the call holds its slot meanwhile."""
+
 
 async def decided_call(
     ctx: Context, worker: Worker[Any], call: ToolCall
@@ -59,11 +65,30 @@ async def decided_call(
     error result, as in a batch), or why it could not be asked or did not run."""
     if not _can_ask(ctx):
         return _cannot_ask(call.name)
-    answer = await ctx.session.elicit_form(
-        f"Approve the call of '{call.name}' with the input {shorten(call.input_json, 2000)}?",
-        APPROVAL_FORM,
-        related_request_id=ctx.request_id,
-    )
+    try:
+        async with asyncio.timeout(APPROVAL_WAIT_SECONDS):
+            answer = await ctx.session.elicit_form(
+                f"Approve the call of '{call.name}' with the input "
+                f"{shorten(call.input_json, 2000)}?",
+                APPROVAL_FORM,
+                related_request_id=ctx.request_id,
+            )
+    except TimeoutError:
+        return ErrorStatus.of(
+            Reason.APPROVAL_REQUIRED,
+            f"nobody answered the approval of '{shorten(call.name)}' within "
+            f"{APPROVAL_WAIT_SECONDS:g} s; nothing ran: call it again when someone can "
+            "decide, or send it with CallTools over gRPC, where a paused batch waits for days",
+            tool=shorten(call.name),
+        )
+    except (MCPError, ValidationError) as error:
+        return ErrorStatus.of(
+            Reason.APPROVAL_REQUIRED,
+            f"the client could not ask for the approval of '{shorten(call.name)}' "
+            f"({shorten(str(error), 300)}); nothing ran: use a client that supports form "
+            "elicitation, or send the call with CallTools over gRPC",
+            tool=shorten(call.name),
+        )
     decision = _decision(answer)
     if isinstance(decision, ErrorStatus):
         return decision
@@ -84,11 +109,11 @@ async def decided_call(
 def _can_ask(ctx: Context) -> bool:
     """Whether the client declared elicitation on a revision that lets the server ask."""
     capabilities = ctx.session.client_capabilities
-    return (
-        ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-        and capabilities is not None
-        and capabilities.elicitation is not None
-    )
+    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or capabilities is None:
+        return False
+    elicitation = capabilities.elicitation
+    # an empty capability means form mode (2025-06-18); url-only clients cannot show a form
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
 def _cannot_ask(name: str) -> ErrorStatus:

@@ -25,7 +25,7 @@ from llmworker import (
     ToolCall,
     ToolOutput,
     ToolResult,
-    canonical_json,
+    ToolServerError,
 )
 from llmworker._wire import ErrorStatus, Reason, attachments_from, status_of
 from llmworker.v1 import tool_service_pb2 as pb
@@ -94,7 +94,10 @@ class McpCalls:
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = json.dumps(params.arguments or {}, ensure_ascii=False, separators=(",", ":"))
-        request = pb.CallToolRequest(name=params.name, input_json=arguments)
+        try:
+            request = pb.CallToolRequest(name=params.name, input_json=arguments)
+        except UnicodeEncodeError as error:  # a lone surrogate (\ud800) in the JSON body
+            return refusal_result(_not_unicode(error))
         admission = self._admission
         call = admission.admit(request, _caller_of(ctx))
         if isinstance(call, ErrorStatus):
@@ -145,7 +148,7 @@ class McpCalls:
         try:
             outcome = await decided_call(ctx, self._registry.worker, planned)
             if isinstance(outcome, ToolResult):
-                result = _result_of(name, outcome)
+                result = self._result_of(name, outcome)
             else:
                 result = refusal_result(outcome)
         except BaseException as error:  # a hook or the worker failed: never the process
@@ -155,6 +158,18 @@ class McpCalls:
             return refusal_result(status)
         admission.finish(name, _label_of(outcome), started, caller)
         return result
+
+    def _result_of(self, name: str, result: ToolResult) -> types.CallToolResult:
+        """A decided call's result, within the message limit as any call's."""
+        if result.error is not None:
+            return refusal_result(status_of(result.error, name))
+        output = ToolOutput(result.content, result.structured, result.attachments)
+        try:
+            response = self._responses.response_of(name, output)
+        except ToolServerError as error:
+            return refusal_result(status_of(error, name))
+        attachments = attachments_from(response.attachments)
+        return tool_result(response.output, response.structured_output_json, attachments)
 
     def _tools(self) -> list[types.Tool]:
         """Every registry tool as an MCP tool, in the registry's order, converted once per
@@ -179,18 +194,19 @@ async def _with_progress(ctx: Context, events: AsyncGenerator[StreamEvent]) -> s
                 except Exception as error:  # a client gone: the call goes on
                     _log.debug("progress not delivered: %s", error)
             elif isinstance(event, ToolOutput):
-                return event.text if event.structured is None else event
+                plain = event.structured is None and not event.attachments
+                return event.text if plain else event
     finally:
         await events.aclose()  # cancels the call if it still runs
     raise AssertionError("stream_tool ends with the result")
 
 
-def _result_of(name: str, result: ToolResult) -> types.CallToolResult:
-    if result.error is not None:
-        return refusal_result(status_of(result.error, name))
-    structured = result.structured
-    as_json = "" if structured is None else canonical_json(structured).decode()
-    return tool_result(result.content, as_json, result.attachments)
+def _not_unicode(error: UnicodeEncodeError) -> ErrorStatus:
+    return ErrorStatus.of(
+        Reason.INVALID_REQUEST,
+        f"the tool name or arguments are not valid Unicode ({error.reason} at character "
+        f"{error.start}, e.g. a lone surrogate escape); send text that encodes as UTF-8",
+    )
 
 
 def _label_of(outcome: ToolResult | ErrorStatus) -> str:

@@ -18,9 +18,13 @@ import contextlib
 import json
 import logging
 import socket
+import ssl
+from collections.abc import Generator
 from typing import Final
 
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -38,6 +42,7 @@ from .calls import HttpCaller, McpCalls
 __all__ = ["McpFront"]
 
 _log = logging.getLogger("llmworker.server.mcp")
+logging.getLogger("mcp").setLevel(logging.WARNING)  # its INFO lines show session ids
 
 PATH: Final = "/mcp"
 _MAX_SESSIONS: Final = 1_000
@@ -107,8 +112,11 @@ class McpFront:
             ssl_certfile=None if tls is None else str(tls.cert),
             ssl_keyfile=None if tls is None else str(tls.key),
             ssl_ca_certs=None if tls is None or tls.client_ca is None else str(tls.client_ca),
+            # mutual TLS as on gRPC: with --tls-client-ca a client without a certificate
+            # that CA signed cannot connect at all
+            ssl_cert_reqs=ssl.CERT_REQUIRED if tls is not None and tls.client_ca else ssl.CERT_NONE,
         )
-        self._uvicorn = uvicorn.Server(settings)
+        self._uvicorn = _QuietServer(settings)
         self._serving = asyncio.ensure_future(self._uvicorn.serve(sockets=[listener]))
         while not self._uvicorn.started:
             if self._serving.done():
@@ -155,8 +163,21 @@ class McpFront:
             if isinstance(caller, ErrorStatus):
                 await _unauthorized(send, caller, "authorization" in headers)
                 return
+            # a session belongs to the caller that opened it: another token, even a valid
+            # one, finds no such session (the SDK compares this user on every request)
+            owner = AccessToken(token="", client_id=caller.label, scopes=[])
+            scope = {**scope, "user": AuthenticatedUser(owner)}
         assert self._manager is not None
         await self._manager.handle_request(scope, receive, send)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers: SIGTERM stays the server's (drain, grace), which
+    stops this listener in its turn."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
 
 
 def _origin_checks(host: str, port: int, tls: bool) -> TransportSecuritySettings:

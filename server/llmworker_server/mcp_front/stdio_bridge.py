@@ -36,6 +36,7 @@ from llmworker import (
 )
 from llmworker._wire import Reason, status_of
 
+from ..config import is_loopback
 from .tools import mcp_tool, refusal_result, tool_result
 
 __all__ = ["StdioBridge", "main", "options"]
@@ -92,8 +93,16 @@ def options() -> argparse.ArgumentParser:
         description="MCP over stdio, forwarded to a remote llmworker over gRPC",
     )
     parser.add_argument("--connect", required=True, metavar="TARGET", help="HOST:PORT")
-    parser.add_argument("--token-file", type=Path, help="a file holding the bearer token")
-    parser.add_argument("--tls-ca", type=Path, help="the server serves TLS: trust this CA")
+    parser.add_argument(
+        "--token-file", type=Path, help="a file holding the bearer token (mode 0600)"
+    )
+    parser.add_argument("--tls", action="store_true", help="TLS, trusting the system's CAs")
+    parser.add_argument("--tls-ca", type=Path, help="TLS, trusting this CA (PEM)")
+    parser.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="plaintext to a target beyond this machine (behind a TLS proxy, say)",
+    )
     return parser
 
 
@@ -102,10 +111,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = options().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:
-        token = args.token_file.read_text().strip() if args.token_file else None
+        token = _token(args.token_file) if args.token_file else None
         tls = ClientTls.from_files(root_ca=args.tls_ca) if args.tls_ca else None
-    except OSError as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         print(f"llmworker-mcp-stdio: {error}", file=sys.stderr)
+        return 2
+    if tls is None and args.tls:
+        tls = ClientTls()
+    host = args.connect.rpartition(":")[0].strip("[]")
+    if tls is None and not args.allow_insecure and not is_loopback(host):
+        print(
+            f"llmworker-mcp-stdio: --connect {args.connect} is beyond this machine, and the "
+            "calls (and the token) would go in plaintext; add --tls (or --tls-ca CA.pem), or "
+            "--allow-insecure behind a proxy that terminates TLS",
+            file=sys.stderr,
+        )
         return 2
     try:
         asyncio.run(_serve(args.connect, token, tls))
@@ -113,6 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"llmworker-mcp-stdio: cannot reach {args.connect}: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _token(path: Path) -> str:
+    """The token the file holds; ``ValueError`` when others may read the file or it is empty."""
+    if path.stat().st_mode & 0o077:
+        raise ValueError(f"{path} may be read by others: chmod 600 {path}")
+    token = path.read_text(encoding="utf-8").strip()
+    if not token:
+        raise ValueError(f"{path} is empty: write the bearer token into it")
+    return token
 
 
 async def _serve(target: str, token: str | None, tls: ClientTls | None) -> None:
