@@ -116,6 +116,19 @@ async def client_of(url: str, mode: str, token: str | None = None) -> AsyncGener
         yield client
 
 
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INITIALIZE: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
 def reason_of(result: types.CallToolResult) -> object:
     assert result.meta is not None
     return result.meta[REASON_META]
@@ -322,42 +335,30 @@ async def test_bearer_tokens_scope_the_listing_and_the_calls(mode: str, tmp_path
 async def test_no_or_a_wrong_token_is_401_with_a_bearer_challenge(tmp_path: Path) -> None:
     tokens = caller_tokens(tmp_path / "tokens.json")
     ping: dict[str, object] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    accept = {"accept": "application/json, text/event-stream"}
     async with mcp_server(auth_tokens=tokens) as (_, _tools, url), httpx2.AsyncClient() as http:
-        missing = await http.post(url, json=ping, headers=accept)
+        missing = await http.post(url, json=ping, headers=ACCEPT)
         assert missing.status_code == 401
         assert missing.headers["www-authenticate"] == 'Bearer realm="llmworker"'
         assert missing.json()["reason"] == "UNAUTHENTICATED"
-        wrong = await http.post(url, json=ping, headers={**accept, "authorization": "Bearer x"})
+        wrong = await http.post(url, json=ping, headers={**ACCEPT, "authorization": "Bearer x"})
         assert wrong.status_code == 401
         assert 'error="invalid_token"' in wrong.headers["www-authenticate"]
 
 
 async def test_a_foreign_origin_or_host_is_refused_and_garbage_gets_a_json_rpc_error() -> None:
-    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    hello: dict[str, object] = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     async with mcp_server() as (_, _tools, url), httpx2.AsyncClient() as http:
         foreign = await http.post(
-            url, json=hello, headers={**accept, "origin": "http://evil.example"}
+            url, json=INITIALIZE, headers={**ACCEPT, "origin": "http://evil.example"}
         )
         assert foreign.status_code == 403
-        rebound = await http.post(url, json=hello, headers={**accept, "host": "evil.example"})
+        rebound = await http.post(url, json=INITIALIZE, headers={**ACCEPT, "host": "evil.example"})
         assert rebound.status_code in (400, 421)
-        garbage = await http.post(url, content=b"{not json", headers=accept)
+        garbage = await http.post(url, content=b"{not json", headers=ACCEPT)
         assert garbage.status_code == 400
         assert garbage.json()["error"]["code"] == -32700  # a JSON-RPC parse error
         elsewhere = await http.get(url.replace("/mcp", "/other"))
         assert elsewhere.status_code == 404
-        fine = await http.post(url, json=hello, headers=accept)
+        fine = await http.post(url, json=INITIALIZE, headers=ACCEPT)
         assert fine.status_code == 200
 
 
@@ -430,7 +431,6 @@ async def test_the_stdio_bridge_serves_a_remote_server_to_a_local_client(
 
 
 async def test_bad_bodies_are_refused_and_the_server_keeps_serving() -> None:
-    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     call: dict[str, object] = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -448,10 +448,10 @@ async def test_bad_bodies_are_refused_and_the_server_keeps_serving() -> None:
         mcp_server(max_message_bytes=64 * 1024) as (_, tools, url),
         httpx2.AsyncClient(timeout=30) as http,
     ):
-        too_large = await http.post(url, json=call, headers=accept)
+        too_large = await http.post(url, json=call, headers=ACCEPT)
         assert too_large.status_code == 413
         for body in bodies:
-            answer = await http.post(url, content=body, headers=accept)
+            answer = await http.post(url, content=body, headers=ACCEPT)
             assert 400 <= answer.status_code < 500, (body[:40], answer.status_code)
         async with client_of(url, "legacy") as client:
             assert text_of(await client.call_tool("echo", {"text": "still"})) == "still"
@@ -555,32 +555,21 @@ async def test_an_unanswered_approval_ends_without_running_the_call(
 
 async def test_a_session_is_its_opener_s_and_no_other_token_s(tmp_path: Path) -> None:
     tokens = caller_tokens(tmp_path / "tokens.json")
-    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    hello: dict[str, object] = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     listing: dict[str, object] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     async with (
         mcp_server(auth_tokens=tokens) as (_, _tools, url),
         httpx2.AsyncClient(timeout=30) as http,
     ):
         opened = await http.post(
-            url, json=hello, headers={**accept, "authorization": f"Bearer {AGENT}"}
+            url, json=INITIALIZE, headers={**ACCEPT, "authorization": f"Bearer {AGENT}"}
         )
         session = {"mcp-session-id": opened.headers["mcp-session-id"]}
         stolen = await http.post(
-            url, json=listing, headers={**accept, **session, "authorization": f"Bearer {NARROW}"}
+            url, json=listing, headers={**ACCEPT, **session, "authorization": f"Bearer {NARROW}"}
         )
         assert stolen.status_code == 404  # as if the session did not exist
         own = await http.post(
-            url, json=listing, headers={**accept, **session, "authorization": f"Bearer {AGENT}"}
+            url, json=listing, headers={**ACCEPT, **session, "authorization": f"Bearer {AGENT}"}
         )
         assert own.status_code == 200
 
