@@ -63,3 +63,27 @@ async def test_transactions_cancelled_at_every_step_leave_the_store_usable(tmp_p
             other.execute("DELETE FROM paused_batches WHERE state = 'done'")
     finally:
         await store.close()
+
+
+async def a_store_unopened(path: Path) -> SqliteStore:
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(Gated()))
+    return SqliteStore(path, 600.0, 10, SavedBatches(worker.save_paused, worker.load_paused))
+
+
+async def test_opening_waits_out_a_write_lock_on_a_file_not_yet_in_wal(tmp_path: Path) -> None:
+    # Another process (here a plain connection) holds a write lock on the new file before it
+    # is in WAL mode: switching to WAL answers "locked" at once, and the store waits it out.
+    path = tmp_path / "state.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE other_program (x)")
+    releasing = asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+    store = await a_store_unopened(path)
+    try:
+        await store.open()
+        assert store.count == 0
+    finally:
+        releasing.cancel()
+        other.close()
+        await store.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -117,11 +118,30 @@ class SqliteStore(SqlStore):
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.path.touch(mode=0o600, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
+            try:
+                db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+                _switch_to_wal(db)
+                db.execute("PRAGMA synchronous = NORMAL")
+            except BaseException:
+                db.close()
+                raise
             self._db = db
         return self._db
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """WAL mode, waiting out another opener: the switch answers "locked" at once, without
+    the busy timeout, while another process holds a write lock on a file not yet in WAL
+    (``--workers N`` and replicas starting together on a new file)."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)  # on the store's own thread, which waits for this anyway
 
 
 def _roll_back(db: sqlite3.Connection) -> None:
