@@ -56,8 +56,22 @@ from ._model.errors import (
 )
 from ._model.json_values import JsonObject, JsonValue, canonical_json
 from ._model.outcomes import BatchOutcome, Completed, Paused, RemotePaused, ToolCallPaused
+from ._model.questions import (
+    Answer,
+    ClientCannotAnswer,
+    Elicit,
+    Elicited,
+    ListRoots,
+    LogLevel,
+    Question,
+    Root,
+    Roots,
+    Sample,
+    Sampled,
+)
 from ._model.tool import Tool, ToolDefinition, ToolFactory, ToolOutput
 from ._model.tool_meta import ToolAnnotations, ToolMeta
+from ._runtime.client_channel import ClientChannel, client_channel
 from ._runtime.context import ToolContext, current_call
 from ._runtime.hooks import (
     Abort,
@@ -109,6 +123,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Abort",
+    "Answer",
     "AnthropicImageBlock",
     "AnthropicImageSource",
     "AnthropicTextBlock",
@@ -122,6 +137,8 @@ __all__ = [
     "BatchOutcome",
     "BoundToolMethod",
     "CallMetadata",
+    "ClientCannotAnswer",
+    "ClientChannel",
     "ClientTls",
     "Completed",
     "Continue",
@@ -129,6 +146,8 @@ __all__ = [
     "DefinitionFormat",
     "DefinitionsSnapshot",
     "Deny",
+    "Elicit",
+    "Elicited",
     "EmbeddedResource",
     "FormattedDefinitions",
     "GeminiFunctionResponse",
@@ -138,7 +157,9 @@ __all__ = [
     "Image",
     "JsonObject",
     "JsonValue",
+    "ListRoots",
     "Locked",
+    "LogLevel",
     "Mutable",
     "OpenAIChatToolMessage",
     "OpenAIResponsesFunctionCallOutput",
@@ -151,11 +172,16 @@ __all__ = [
     "PreToolCallHook",
     "PreToolCallOutcome",
     "Progress",
+    "Question",
     "RemotePaused",
     "RemoteServiceError",
     "RemoteTool",
     "RemoteToolServerHandle",
     "ResourceLink",
+    "Root",
+    "Roots",
+    "Sample",
+    "Sampled",
     "SchemaStyle",
     "Skip",
     "StreamEvent",
@@ -185,6 +211,7 @@ __all__ = [
     "WorkerError",
     "WorkerStateError",
     "canonical_json",
+    "client_channel",
     "current_call",
     "definition_of",
     "description",

@@ -228,12 +228,14 @@ class ServerApp:
             return
         try:
             from .mcp_front.calls import McpCalls
-            from .mcp_front.front import McpFront
+            from .mcp_front.front import MAX_SESSIONS, McpFront
         except ImportError as error:
             raise ConfigError(
                 f"--mcp-address needs the MCP SDK ({error}): pip install 'llmworker[mcp]'"
             ) from error
-        calls = McpCalls(self.registry, self.tools.admission, self.tools.responses, self._auth)
+        calls = McpCalls(
+            self.registry, self.tools.admission, self.tools.responses, self._auth, MAX_SESSIONS
+        )
         self._mcp = McpFront(self.config, calls, self._auth, self.registry)
         self.mcp_port = await self._mcp.start(address)
         host = split_address(address)[0]

@@ -106,6 +106,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         log_format=args.log_format,
         metrics_address=args.metrics_address,
         mcp_address=args.mcp_address,
+        mcp_state_key_file=args.mcp_state_key_file,
         metrics_snapshots=args.metrics_snapshots,
         otel=args.otel,
         loop=args.loop,

@@ -64,9 +64,11 @@ class ServerConfig:
     log_level: str = "INFO"
     log_format: str = "text"
     metrics_address: str | None = None
+    """Where to serve Prometheus metrics (HOST:PORT); None serves none."""
     mcp_address: str | None = None
     """Serve MCP (Streamable HTTP at /mcp) there too, on the same registry."""
-    """Where to serve Prometheus metrics (HOST:PORT); None serves none."""
+    mcp_state_key_file: Path | None = None
+    """The keys sealing MCP ``requestState`` (shared by replicas); None: one per process."""
     metrics_snapshots: Path | None = None
     """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""
     otel: bool = False

@@ -403,6 +403,14 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         "2025-11-25 and 2026-07-28; over TLS with --tls-cert; --auth-tokens apply)",
     )
     operations.add_argument(
+        "--mcp-state-key-file",
+        metavar="FILE",
+        type=Path,
+        help="a private file of keys (one per line, 32+ characters; the first seals) for the "
+        "requestState of MCP 2026-07-28 rounds: give replicas the same file, so any of them "
+        "continues a call or an approval (default: a key of this process alone)",
+    )
+    operations.add_argument(
         "--metrics-address",
         metavar="HOST:PORT",
         help="serve Prometheus metrics over HTTP at /metrics there (over TLS with "

@@ -16,6 +16,8 @@ from typing import Any, Final
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
 from llmworker import (
@@ -26,8 +28,9 @@ from llmworker import (
     ToolOutput,
     ToolResult,
     ToolServerError,
+    client_channel,
 )
-from llmworker._wire import ErrorStatus, Reason, attachments_from, status_of
+from llmworker._wire import ErrorStatus, Reason, attachments_from, shorten, status_of
 from llmworker.v1 import tool_service_pb2 as pb
 
 from ..calls.admission import AdmittedCall, CallAdmission
@@ -35,6 +38,7 @@ from ..calls.responses import CallResponses
 from ..registry.registry import Registry
 from ..rpc.auth import CallerCheck, Scope
 from .approval import decided_call
+from .client_input import LogLevels, RoundChannel, SessionChannel, earlier_answers
 from .tools import mcp_tool, refusal_result, tool_result
 
 __all__ = ["HttpCaller", "McpCalls"]
@@ -72,12 +76,14 @@ class McpCalls:
         admission: CallAdmission,
         responses: CallResponses,
         auth: CallerCheck | None,
+        max_sessions: int,
     ) -> None:
         self._registry = registry
         self._admission = admission
         self._responses = responses
         self._auth = auth
         self._listed: tuple[DefinitionsSnapshot, list[types.Tool]] | None = None
+        self._log_levels = LogLevels(max_sessions)
 
     async def list_tools(
         self, ctx: Context, params: types.PaginatedRequestParams | None
@@ -92,7 +98,7 @@ class McpCalls:
 
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = json.dumps(params.arguments or {}, ensure_ascii=False, separators=(",", ":"))
         try:
             request = pb.CallToolRequest(name=params.name, input_json=arguments)
@@ -102,43 +108,78 @@ class McpCalls:
         call = admission.admit(request, _caller_of(ctx))
         if isinstance(call, ErrorStatus):
             return refusal_result(call)
-        name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
-        worker = self._registry.worker
+        name, _, call_id, _, _, _, caller, log_id, started = call
         found = self._registry.handle.get_tool(name)
         if found is not None and found[0].requires_approval:
             return await self._decided(ctx, call)
+        channel = self._channel(ctx, name, params)
         try:
-            if ctx.meta is not None and "progress_token" in ctx.meta:
-                events = worker.stream_tool(
-                    name,
-                    input_json,
-                    call_id=call_id or log_id,
-                    metadata=metadata,
-                    deadline=deadline,
-                    timeout=timeout,
-                )
-                output: str | ToolOutput = await _with_progress(ctx, events)
-            else:
-                output = await worker.call_tool_output(
-                    name,
-                    input_json,
-                    call_id=call_id or log_id,
-                    metadata=metadata,
-                    deadline=deadline,
-                    timeout=timeout,
-                )
+            with client_channel(channel):
+                output = await self._run(ctx, call)
             response = self._responses.response_of(name, output)
         except BaseException as error:  # a hook or the worker failed: never the process
+            await channel.flush()
+            if isinstance(channel, RoundChannel) and channel.pending:
+                admission.finish(name, "INPUT_REQUIRED", started, caller)
+                return channel.input_required()
             status = admission.ended(name, call_id or log_id, error, started, caller)
             if status is None:
                 raise  # the client cancelled
         else:
+            await channel.flush()
             admission.finish(name, "OK", started, caller)
             attachments = attachments_from(response.attachments)
             return tool_result(response.output, response.structured_output_json, attachments)
         if status.reason == Reason.TOOL_NOT_FOUND:
             raise MCPError(_INVALID_PARAMS, f"{status.message}; list the tools with tools/list")
+        if isinstance(channel, RoundChannel) and channel.missing is not None:
+            raise missing_capability(name, channel.missing)
         return refusal_result(status)
+
+    async def set_logging_level(
+        self, ctx: Context, params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        """``logging/setLevel`` (2025-11-25): the session's tools log at that level and up."""
+        session = None if ctx.request is None else ctx.request.headers.get("mcp-session-id")
+        if session is not None:
+            self._log_levels.set(session, params.level)
+        return types.EmptyResult()
+
+    def _channel(
+        self, ctx: Context, name: str, params: types.CallToolRequestParams
+    ) -> SessionChannel | RoundChannel:
+        """What the call's tool may ask and log through, on the request's revision."""
+        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+            session = None if ctx.request is None else ctx.request.headers.get("mcp-session-id")
+            return SessionChannel(ctx, name, self._log_levels.allowed(session))
+        responses = {
+            key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
+            for key, response in (params.input_responses or {}).items()
+        }
+        return RoundChannel(ctx, name, responses, earlier_answers(params.request_state))
+
+    async def _run(self, ctx: Context, call: AdmittedCall) -> str | ToolOutput:
+        """The admitted call's output, its progress sent when the client asked for it."""
+        name, input_json, call_id, metadata, deadline, timeout, _, log_id, _ = call
+        worker = self._registry.worker
+        if ctx.meta is not None and "progress_token" in ctx.meta:
+            events = worker.stream_tool(
+                name,
+                input_json,
+                call_id=call_id or log_id,
+                metadata=metadata,
+                deadline=deadline,
+                timeout=timeout,
+            )
+            return await _with_progress(ctx, events)
+        return await worker.call_tool_output(
+            name,
+            input_json,
+            call_id=call_id or log_id,
+            metadata=metadata,
+            deadline=deadline,
+            timeout=timeout,
+        )
 
     async def _decided(self, ctx: Context, call: AdmittedCall) -> types.CallToolResult:
         """A call of a tool that requires approval: asked, then run or denied."""
@@ -199,6 +240,17 @@ async def _with_progress(ctx: Context, events: AsyncGenerator[StreamEvent]) -> s
     finally:
         await events.aclose()  # cancels the call if it still runs
     raise AssertionError("stream_tool ends with the result")
+
+
+def missing_capability(tool: str, capability: str) -> MCPError:
+    """The JSON-RPC error for a call whose tool needed a capability the client did not
+    declare in its request's ``_meta`` (2026-07-28)."""
+    return MCPError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"tool '{shorten(tool)}' needs the client's '{capability}' capability, and this "
+        "request did not declare it; declare it in _meta, or call another tool",
+        {"requiredCapabilities": {capability: {}}},
+    )
 
 
 def _not_unicode(error: UnicodeEncodeError) -> ErrorStatus:

@@ -17,35 +17,42 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import socket
 import ssl
+import warnings
 from collections.abc import Generator
+from pathlib import Path
 from typing import Final
 
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPDeprecationWarning
 from starlette.types import Receive, Scope, Send
 
 from llmworker import __version__
 from llmworker._wire import ErrorStatus
 
 from ..config import ServerConfig, is_loopback, split_address
+from ..errors import ConfigError
 from ..registry.registry import Registry
 from ..rpc.auth import CallerCheck
-from .calls import HttpCaller, McpCalls
+from ..rpc.token_file import exposed_secret_file
+from .calls import Context, HttpCaller, McpCalls
 
-__all__ = ["McpFront"]
+__all__ = ["MAX_SESSIONS", "McpFront", "state_keys"]
 
 _log = logging.getLogger("llmworker.server.mcp")
 logging.getLogger("mcp").setLevel(logging.WARNING)  # its INFO lines show session ids
 
 PATH: Final = "/mcp"
-_MAX_SESSIONS: Final = 1_000
+MAX_SESSIONS: Final = 1_000
 _SESSION_IDLE_SECONDS: Final = 600.0
 _MAX_LISTENERS: Final = 1_000
 
@@ -60,13 +67,25 @@ class McpFront:
         self._auth = auth
         self._changes = InMemorySubscriptionBus()
         self._publishing: set[asyncio.Task[None]] = set()
-        self._server = Server(
-            "llmworker",
-            version=__version__,
-            on_list_tools=calls.list_tools,
-            on_call_tool=calls.call_tool,
-            on_subscriptions_listen=ListenHandler(self._changes, max_subscriptions=_MAX_LISTENERS),
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated by 2026-07-28, and served for 2025-11-25
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self._server = Server(  # pyright: ignore[reportDeprecated] - see above
+                "llmworker",
+                version=__version__,
+                on_list_tools=calls.list_tools,
+                on_call_tool=calls.call_tool,
+                on_set_logging_level=calls.set_logging_level,
+                on_subscriptions_listen=ListenHandler(
+                    self._changes, max_subscriptions=_MAX_LISTENERS
+                ),
+            )
+        security = RequestStateSecurity(
+            keys=state_keys(config.mcp_state_key_file),
+            ttl=config.pause_ttl,
+            bind_principal=_principal,
         )
+        self._server.middleware.append(RequestStateBoundary(security, default_audience="llmworker"))
         registry.on_change(self._tools_changed)
         self._manager: StreamableHTTPSessionManager | None = None
         self._uvicorn: uvicorn.Server | None = None
@@ -89,7 +108,7 @@ class McpFront:
             security_settings=_origin_checks(host, self.port, self._config.tls is not None),
             max_request_body_size=self._config.max_message_bytes,
             session_idle_timeout=_SESSION_IDLE_SECONDS,
-            max_sessions=_MAX_SESSIONS,
+            max_sessions=MAX_SESSIONS,
         )
         self._running = asyncio.ensure_future(self._run_sessions(self._manager))
         await asyncio.wait(
@@ -178,6 +197,38 @@ class _QuietServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None]:
         yield
+
+
+def state_keys(path: Path | None) -> list[bytes]:
+    """The keys that seal and open 2026-07-28 ``requestState``: one per line of the private
+    ``--mcp-state-key-file`` (the first seals; replicas share the file), or a key of this
+    process alone."""
+    if path is None:
+        return [os.urandom(32)]
+    exposed = exposed_secret_file(path)
+    if exposed is not None:
+        raise ConfigError(f"--mcp-state-key-file {exposed}")
+    try:
+        keys = [line.strip() for line in path.read_bytes().splitlines() if line.strip()]
+    except OSError as error:
+        raise ConfigError(
+            f"--mcp-state-key-file {path}: cannot read it ({error.strerror}); give a private "
+            "file of keys, one per line"
+        ) from None
+    if not keys or any(len(key) < 32 for key in keys):
+        raise ConfigError(
+            f"--mcp-state-key-file {path}: each line must be a key of at least 32 characters "
+            "(make one with: openssl rand -hex 32); the first line seals, every line opens"
+        )
+    return keys
+
+
+def _principal(ctx: Context) -> str | None:
+    """Who a ``requestState`` is bound to: the label of the caller's token (another caller
+    cannot continue the call), or nobody without ``--auth-tokens``."""
+    request = ctx.request
+    user = None if request is None else request.scope.get("user")
+    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
 
 
 def _origin_checks(host: str, port: int, tls: bool) -> TransportSecuritySettings:
