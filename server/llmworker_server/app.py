@@ -227,14 +227,21 @@ class ServerApp:
         if address is None:
             return
         try:
+            from .mcp_front.approval_rounds import ApprovalRounds
             from .mcp_front.calls import McpCalls
             from .mcp_front.front import MAX_SESSIONS, McpFront
         except ImportError as error:
             raise ConfigError(
                 f"--mcp-address needs the MCP SDK ({error}): pip install 'llmworker[mcp]'"
             ) from error
+        approvals = ApprovalRounds(lambda: self.registry.worker, self.tools.paused_batches)
         calls = McpCalls(
-            self.registry, self.tools.admission, self.tools.responses, self._auth, MAX_SESSIONS
+            self.registry,
+            self.tools.admission,
+            self.tools.responses,
+            self._auth,
+            approvals,
+            MAX_SESSIONS,
         )
         self._mcp = McpFront(self.config, calls, self._auth, self.registry)
         self.mcp_port = await self._mcp.start(address)

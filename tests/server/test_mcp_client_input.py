@@ -253,8 +253,11 @@ async def test_a_changed_or_foreign_request_state_is_refused() -> None:
         assert done["result"]["content"][0]["text"] == "Hello, Eve!"
 
 
-async def post_2026(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One 2026-07-28 request, its JSON-RPC answer (JSON or the last SSE event)."""
+async def post_2026(
+    url: str, method: str, params: dict[str, Any], token: str | None = None
+) -> dict[str, Any]:
+    """One 2026-07-28 request (with a bearer ``token``), its JSON-RPC answer (JSON or the
+    last SSE event)."""
     meta: dict[str, object] = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
@@ -265,6 +268,7 @@ async def post_2026(url: str, method: str, params: dict[str, Any]) -> dict[str, 
         "mcp-protocol-version": "2026-07-28",
         "mcp-method": method,
         "mcp-name": str(params.get("name", "")),
+        **({} if token is None else {"authorization": f"Bearer {token}"}),
     }
     message: dict[str, object] = {
         "jsonrpc": "2.0",

@@ -12,7 +12,6 @@ from typing import Any, Final
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from llmworker import (
@@ -20,17 +19,19 @@ from llmworker import (
     ApproveWithInput,
     Completed,
     Decision,
+    Deny,
+    JsonValue,
     ToolCall,
     ToolResult,
     Worker,
 )
 from llmworker._wire import ErrorStatus, Reason, shorten
 
-__all__ = ["APPROVAL_FORM", "decided_call"]
+__all__ = ["APPROVAL_FORM", "answered_decision", "approval_question", "can_elicit", "decided_call"]
 
 Context = ServerRequestContext[Any, Any]
 
-APPROVAL_FORM: Final[dict[str, object]] = {
+APPROVAL_FORM: Final[dict[str, JsonValue]] = {
     "type": "object",
     "properties": {
         "decision": {
@@ -63,13 +64,12 @@ async def decided_call(
 ) -> ToolResult | ErrorStatus:
     """Ask for a decision on ``call`` and run it as decided: its result (a denial is an
     error result, as in a batch), or why it could not be asked or did not run."""
-    if not _can_ask(ctx):
-        return _cannot_ask(call.name)
+    if not can_elicit(ctx):
+        return cannot_ask(call.name)
     try:
         async with asyncio.timeout(APPROVAL_WAIT_SECONDS):
             answer = await ctx.session.elicit_form(
-                f"Approve the call of '{call.name}' with the input "
-                f"{shorten(call.input_json, 2000)}?",
+                approval_question(call.name, call.input_json),
                 APPROVAL_FORM,
                 related_request_id=ctx.request_id,
             )
@@ -89,7 +89,9 @@ async def decided_call(
             "elicitation, or send the call with CallTools over gRPC",
             tool=shorten(call.name),
         )
-    decision = _decision(answer)
+    decision = answered_decision(answer)
+    if isinstance(decision, Deny):  # nothing was held: nothing to end
+        return ErrorStatus.of(Reason.CALL_DENIED, f"{decision.reason}; it did not run")
     if isinstance(decision, ErrorStatus):
         return decision
     paused = await worker.call_tools([call])
@@ -106,37 +108,41 @@ async def decided_call(
     return outcome.results[0]
 
 
-def _can_ask(ctx: Context) -> bool:
-    """Whether the client declared elicitation on a revision that lets the server ask."""
+def approval_question(name: str, input_json: str) -> str:
+    """The question the approval form asks about a call of ``name``."""
+    return f"Approve the call of '{shorten(name)}' with the input {shorten(input_json, 2000)}?"
+
+
+def can_elicit(ctx: Context) -> bool:
+    """Whether the client declared form elicitation (in its session on 2025-11-25, in the
+    request's ``_meta`` on 2026-07-28)."""
     capabilities = ctx.session.client_capabilities
-    if ctx.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or capabilities is None:
+    if capabilities is None:
         return False
     elicitation = capabilities.elicitation
     # an empty capability means form mode (2025-06-18); url-only clients cannot show a form
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
-def _cannot_ask(name: str) -> ErrorStatus:
+def cannot_ask(name: str) -> ErrorStatus:
     return ErrorStatus.of(
         Reason.APPROVAL_REQUIRED,
         f"tool '{shorten(name)}' requires approval, and this client cannot be asked for it "
-        "(it declared no elicitation capability, or speaks a revision without "
-        "server-initiated requests); nothing ran: connect with a client that supports "
-        "elicitation (revision 2025-11-25), or send the call with CallTools over gRPC",
+        "(it declared no form elicitation capability); nothing ran: connect with a client "
+        "that supports elicitation, or send the call with CallTools over gRPC",
         tool=shorten(name),
     )
 
 
-def _decision(answer: types.ElicitResult) -> Decision | ErrorStatus:
-    """The decision the person's answer holds, or the denial it amounts to."""
+def answered_decision(answer: types.ElicitResult) -> Decision | ErrorStatus:
+    """The decision the person's answer holds (a decline or a dismissal is a denial), or
+    why the edited input cannot be used."""
     content = answer.content or {}
     if answer.action != "accept" or content.get("decision") != "approve":
         reason = content.get("reason")
         said = f": {shorten(reason, 300)}" if isinstance(reason, str) and reason else ""
         how = "denied" if answer.action != "cancel" else "dismissed the question about"
-        return ErrorStatus.of(
-            Reason.CALL_DENIED, f"the person {how} the call{said}; it did not run"
-        )
+        return Deny(f"the person {how} the call{said}")
     edited = content.get("input_json")
     if not isinstance(edited, str) or not edited.strip():
         return Approve()

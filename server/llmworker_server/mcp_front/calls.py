@@ -22,6 +22,7 @@ from starlette.requests import Request
 
 from llmworker import (
     DefinitionsSnapshot,
+    JsonValue,
     Progress,
     StreamEvent,
     ToolCall,
@@ -36,8 +37,10 @@ from llmworker.v1 import tool_service_pb2 as pb
 from ..calls.admission import AdmittedCall, CallAdmission
 from ..calls.responses import CallResponses
 from ..registry.registry import Registry
+from ..rpc.audit import CURRENT_CALLER
 from ..rpc.auth import CallerCheck, Scope
-from .approval import decided_call
+from .approval import can_elicit, cannot_ask, decided_call
+from .approval_rounds import ApprovalRounds, approval_token
 from .client_input import LogLevels, RoundChannel, SessionChannel, earlier_answers
 from .tools import mcp_tool, refusal_result, tool_result
 
@@ -76,9 +79,11 @@ class McpCalls:
         admission: CallAdmission,
         responses: CallResponses,
         auth: CallerCheck | None,
+        approvals: ApprovalRounds,
         max_sessions: int,
     ) -> None:
         self._registry = registry
+        self._approvals = approvals
         self._admission = admission
         self._responses = responses
         self._auth = auth
@@ -111,7 +116,7 @@ class McpCalls:
         name, _, call_id, _, _, _, caller, log_id, started = call
         found = self._registry.handle.get_tool(name)
         if found is not None and found[0].requires_approval:
-            return await self._decided(ctx, call)
+            return await self._decided(ctx, call, params)
         channel = self._channel(ctx, name, params)
         try:
             with client_channel(channel):
@@ -152,11 +157,8 @@ class McpCalls:
         if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             session = None if ctx.request is None else ctx.request.headers.get("mcp-session-id")
             return SessionChannel(ctx, name, self._log_levels.allowed(session))
-        responses = {
-            key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
-            for key, response in (params.input_responses or {}).items()
-        }
-        return RoundChannel(ctx, name, responses, earlier_answers(params.request_state))
+        state = earlier_answers(params.request_state)
+        return RoundChannel(ctx, name, _input_responses(params), state)
 
     async def _run(self, ctx: Context, call: AdmittedCall) -> str | ToolOutput:
         """The admitted call's output, its progress sent when the client asked for it."""
@@ -181,13 +183,24 @@ class McpCalls:
             timeout=timeout,
         )
 
-    async def _decided(self, ctx: Context, call: AdmittedCall) -> types.CallToolResult:
-        """A call of a tool that requires approval: asked, then run or denied."""
+    async def _decided(
+        self, ctx: Context, call: AdmittedCall, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A call of a tool that requires approval: asked, then run or denied (on 2026-07-28
+        over rounds, the call held meanwhile as a paused batch)."""
         name, input_json, call_id, metadata, deadline, timeout, caller, log_id, started = call
         planned = ToolCall(call_id or log_id, name, input_json, metadata, deadline, timeout)
         admission = self._admission
+        CURRENT_CALLER.set(caller)  # the audit trail names who decided
         try:
-            outcome = await decided_call(ctx, self._registry.worker, planned)
+            outcome: ToolResult | ErrorStatus | types.InputRequiredResult
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+                outcome = await decided_call(ctx, self._registry.worker, planned)
+            else:
+                outcome = await self._approval_round(ctx, planned, caller, params)
+            if isinstance(outcome, types.InputRequiredResult):
+                admission.finish(name, "INPUT_REQUIRED", started, caller)
+                return outcome
             if isinstance(outcome, ToolResult):
                 result = self._result_of(name, outcome)
             else:
@@ -199,6 +212,18 @@ class McpCalls:
             return refusal_result(status)
         admission.finish(name, _label_of(outcome), started, caller)
         return result
+
+    async def _approval_round(
+        self, ctx: Context, call: ToolCall, caller: str, params: types.CallToolRequestParams
+    ) -> ToolResult | ErrorStatus | types.InputRequiredResult:
+        """Revision 2026-07-28: the first round pauses the call and asks; the next brings
+        the answer with the state naming the held batch."""
+        token = approval_token(params.request_state)
+        if token is not None:
+            return await self._approvals.decide(token, _input_responses(params), call, caller)
+        if not can_elicit(ctx):
+            return cannot_ask(call.name)
+        return await self._approvals.start(call, caller)
 
     def _result_of(self, name: str, result: ToolResult) -> types.CallToolResult:
         """A decided call's result, within the message limit as any call's."""
@@ -240,6 +265,14 @@ async def _with_progress(ctx: Context, events: AsyncGenerator[StreamEvent]) -> s
     finally:
         await events.aclose()  # cancels the call if it still runs
     raise AssertionError("stream_tool ends with the result")
+
+
+def _input_responses(params: types.CallToolRequestParams) -> dict[str, JsonValue]:
+    """The client's answers a request brings (2026-07-28), as JSON by their keys."""
+    return {
+        key: response.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for key, response in (params.input_responses or {}).items()
+    }
 
 
 def missing_capability(tool: str, capability: str) -> MCPError:
