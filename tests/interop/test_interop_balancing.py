@@ -76,6 +76,7 @@ def _scrape_whoami(url: str) -> float:
             if sample.name == "llmworker_calls_total" and sample.labels == {
                 "tool": "whoami",
                 "code": "OK",
+                "transport": "grpc",
             }:
                 return sample.value
     return 0.0

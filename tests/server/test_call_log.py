@@ -86,3 +86,17 @@ async def test_a_name_from_a_request_cannot_forge_or_split_a_line() -> None:
         assert len(line) < 300
     assert ' tool="x\\n2099-01-01' in lines[0]
     assert lines[-1].split(" ", 4)[4].startswith("tool=echo status=OK")
+
+
+async def test_an_mcp_call_says_its_transport_and_a_grpc_call_says_nothing() -> None:
+    stream = io.StringIO()
+    log = CallLog(stream, interval=60)
+    log.record("echo", "OK", time.perf_counter(), "agent", "mcp")
+    log.record("echo", "OK", time.perf_counter(), "agent")
+    log.record("echo", "OK", time.perf_counter(), "", "mcp")
+    log.flush()
+    mcp, grpc, anonymous = stream.getvalue().splitlines()
+    assert mcp.endswith(" caller=agent transport=mcp")
+    assert grpc.endswith(" caller=agent")
+    assert anonymous.endswith(" transport=mcp")
+    assert "caller=" not in anonymous

@@ -50,7 +50,8 @@ async def test_json_logs_are_one_object_a_line_with_fixed_keys() -> None:
     assert all(line.keys() >= _KEYS for line in lines), server.output
     calls = [line for line in lines if line["logger"] == "llmworker.server.calls"]
     assert [call["status"] for call in calls] == ["INVALID_ARGUMENT", "NOT_FOUND"]
-    assert all(set(call) == _KEYS | {"tool", "status", "duration_ms", "caller"} for call in calls)
+    keys = _KEYS | {"tool", "status", "duration_ms", "caller", "transport"}
+    assert all(set(call) == keys and call["transport"] == "grpc" for call in calls)
     assert calls[0]["tool"] == "echo"
     assert calls[1]["tool"] == '"bad\\n\\"name"'  # escaped as the text line shows it
     assert calls[0]["caller"] is None

@@ -15,6 +15,7 @@ import uuid
 import grpc
 import grpc.aio
 import pytest
+from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from llmworker import __version__
@@ -67,9 +68,12 @@ async def test_calls_are_counted_by_tool_and_code_with_durations() -> None:
             with pytest.raises(grpc.aio.AioRpcError):
                 await stub.CallTool(tool_service_pb2.CallToolRequest(name="echo", input_json="[]"))
         samples = await scrape_until(
-            url, "llmworker_calls_total", 1, tool="echo", code="INVALID_ARGUMENT"
+            url, "llmworker_calls_total", 1, tool="echo", code="INVALID_ARGUMENT", transport="grpc"
         )
-    assert metric_value(samples, "llmworker_calls_total", tool="echo", code="OK") == 3
+    assert (
+        metric_value(samples, "llmworker_calls_total", tool="echo", code="OK", transport="grpc")
+        == 3
+    )
     assert metric_value(samples, "llmworker_call_duration_seconds_count", tool="echo") == 4
     assert (
         metric_value(samples, "llmworker_call_duration_seconds_bucket", tool="echo", le="+Inf") == 4
@@ -90,7 +94,7 @@ async def test_made_up_tool_names_cannot_grow_the_label_set() -> None:
                         tool_service_pb2.CallToolRequest(name=f"no_{uuid.uuid4().hex}")
                     )
         samples = await scrape_until(
-            url, "llmworker_calls_total", 50, tool="_unknown", code="NOT_FOUND"
+            url, "llmworker_calls_total", 50, tool="_unknown", code="NOT_FOUND", transport="grpc"
         )
     tools = {dict(labels).get("tool") for name, labels in samples if name.startswith("llmworker_c")}
     assert tools == {"_unknown"}
@@ -157,7 +161,9 @@ async def test_with_workers_one_endpoint_sums_every_process_and_survives_a_resta
     try:
         await wait_for_lines(server, r" tools on ", count=2)
         await _calls_on_new_connections(port, 40)
-        samples = await scrape_until(url, "llmworker_calls_total", 40, tool="echo", code="OK")
+        samples = await scrape_until(
+            url, "llmworker_calls_total", 40, tool="echo", code="OK", transport="grpc"
+        )
         assert metric_value(samples, "llmworker_workers") == 2
         (started,) = await wait_for_lines(server, r"started 2 worker processes")
         victim = int(re.findall(r"\d+", started.split("processes:", 1)[1])[0])
@@ -165,9 +171,14 @@ async def test_with_workers_one_endpoint_sums_every_process_and_survives_a_resta
         await wait_for_lines(server, r" tools on ", count=3)
         samples = await scrape_until(url, "llmworker_worker_restarts_total", 1)
         # the dead child's calls still count: counters never go back
-        assert metric_value(samples, "llmworker_calls_total", tool="echo", code="OK") >= 40
+        assert (
+            metric_value(samples, "llmworker_calls_total", tool="echo", code="OK", transport="grpc")
+            >= 40
+        )
         await _calls_on_new_connections(port, 10)
-        samples = await scrape_until(url, "llmworker_calls_total", 50, tool="echo", code="OK")
+        samples = await scrape_until(
+            url, "llmworker_calls_total", 50, tool="echo", code="OK", transport="grpc"
+        )
         assert metric_value(samples, "llmworker_workers") == 2
     finally:
         code = await asyncio.to_thread(server.stop)
@@ -224,3 +235,25 @@ async def test_paused_batches_their_age_and_decisions_are_measured() -> None:
         before.get("deny", 0) + 1
     )
     assert metric_value(samples, "llmworker_paused_batches") == 0
+
+
+async def test_mcp_calls_are_counted_under_their_transport() -> None:
+    async with serve(metrics_address="127.0.0.1:0", mcp_address="127.0.0.1:0") as served:
+        url = f"http://127.0.0.1:{served.app.metrics_port}/metrics"
+        async with Client(f"http://127.0.0.1:{served.app.mcp_port}/mcp") as client:
+            for _ in range(2):
+                await client.call_tool("echo", {"text": "hi"})
+        async with grpc.aio.insecure_channel(served.target) as channel:
+            stub = tool_service_pb2_grpc.ToolServiceStub(channel)
+            request = tool_service_pb2.CallToolRequest(name="echo", input_json='{"text": "x"}')
+            await stub.CallTool(request)
+        samples = await scrape_until(
+            url, "llmworker_calls_total", 2, tool="echo", code="OK", transport="mcp"
+        )
+        samples = await scrape_until(
+            url, "llmworker_calls_total", 1, tool="echo", code="OK", transport="grpc"
+        )
+        assert (
+            metric_value(samples, "llmworker_calls_total", tool="echo", code="OK", transport="mcp")
+            == 2
+        )

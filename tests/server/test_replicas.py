@@ -246,7 +246,10 @@ async def test_only_tools_annotated_idempotent_or_read_only_are_retried() -> Non
         await asyncio.sleep(0.5)  # the call log's flush counts them
         text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
     attempts = {
-        name: _sample(text.decode(), f'llmworker_calls_total{{code="UNAVAILABLE",tool="{name}"}}')
+        name: _sample(
+            text.decode(),
+            f'llmworker_calls_total{{code="UNAVAILABLE",tool="{name}",transport="grpc"}}',
+        )
         for name in ("safe", "unsafe")
     }
     assert attempts == {"safe": 5, "unsafe": 1}  # gRPC's retry policy: 5 attempts at most

@@ -173,12 +173,15 @@ class CallAdmission:
             refusal = call
         await abort(context, refusal)
 
-    def finish(self, name: str, label: str, started: float, caller: str) -> None:
+    def finish(
+        self, name: str, label: str, started: float, caller: str, transport: str = "grpc"
+    ) -> None:
         """A call counted in by ``admit`` ended as ``label`` (OK, CANCELLED or a code name);
-        ``caller`` is the label of the caller's token, if any."""
+        ``caller`` is the label of the caller's token, if any; it came over ``transport``
+        (grpc, mcp)."""
         self._in_flight -= 1
         if self._call_log is not None:
-            self._call_log.record(name, label, started, caller)
+            self._call_log.record(name, label, started, caller, transport)
 
     def ended(
         self,
@@ -188,6 +191,7 @@ class CallAdmission:
         started: float,
         caller: str,
         stream: bool = False,
+        transport: str = "grpc",
     ) -> ErrorStatus | None:
         """``finish`` for a call that raised ``error``: the status answering it (logged
         under ``log_id`` when unexpected), or None, to raise ``error`` again, when nobody is
@@ -201,7 +205,8 @@ class CallAdmission:
             ):  # a CancelledError nobody asked for is a hook's defect, answered as a crash
                 status = self._failures.status_for(name, log_id, error)
         finally:
-            self.finish(name, "CANCELLED" if status is None else status.code.name, started, caller)
+            label = "CANCELLED" if status is None else status.code.name
+            self.finish(name, label, started, caller, transport)
         return status
 
     def reserve(self, calls: int, name: str) -> ErrorStatus | None:

@@ -48,6 +48,8 @@ __all__ = ["HttpCaller", "McpCalls"]
 
 _log = logging.getLogger("llmworker.server.mcp")
 _INVALID_PARAMS: Final = -32602
+MCP: Final = "mcp"
+"""The transport MCP calls are logged and counted under."""
 Context = ServerRequestContext[Any, Request]
 
 
@@ -125,14 +127,14 @@ class McpCalls:
         except BaseException as error:  # a hook or the worker failed: never the process
             await channel.flush()
             if isinstance(channel, RoundChannel) and channel.pending:
-                admission.finish(name, "INPUT_REQUIRED", started, caller)
+                admission.finish(name, "INPUT_REQUIRED", started, caller, transport=MCP)
                 return channel.input_required()
-            status = admission.ended(name, call_id or log_id, error, started, caller)
+            status = admission.ended(name, call_id or log_id, error, started, caller, transport=MCP)
             if status is None:
                 raise  # the client cancelled
         else:
             await channel.flush()
-            admission.finish(name, "OK", started, caller)
+            admission.finish(name, "OK", started, caller, transport=MCP)
             attachments = attachments_from(response.attachments)
             return tool_result(response.output, response.structured_output_json, attachments)
         if status.reason == Reason.TOOL_NOT_FOUND:
@@ -199,18 +201,18 @@ class McpCalls:
             else:
                 outcome = await self._approval_round(ctx, planned, caller, params)
             if isinstance(outcome, types.InputRequiredResult):
-                admission.finish(name, "INPUT_REQUIRED", started, caller)
+                admission.finish(name, "INPUT_REQUIRED", started, caller, transport=MCP)
                 return outcome
             if isinstance(outcome, ToolResult):
                 result = self._result_of(name, outcome)
             else:
                 result = refusal_result(outcome)
         except BaseException as error:  # a hook or the worker failed: never the process
-            status = admission.ended(name, log_id, error, started, caller)
+            status = admission.ended(name, log_id, error, started, caller, transport=MCP)
             if status is None:
                 raise  # the client cancelled
             return refusal_result(status)
-        admission.finish(name, _label_of(outcome), started, caller)
+        admission.finish(name, _label_of(outcome), started, caller, transport=MCP)
         return result
 
     async def _approval_round(

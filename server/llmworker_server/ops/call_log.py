@@ -8,9 +8,11 @@ status and two clock readings per call, and writes the formatted lines with one 
     2026-11-29 21:02:14,546 INFO llmworker.server.calls tool=echo status=OK duration_ms=0.081
 
 and, when the server checks callers, `` caller=<label>`` (a label is printable ASCII
-without spaces, checked when the token file is read). With ``--log-format json`` a line is
-one object with the keys of every JSON line (``log_format.py``) and ``tool``, ``status``,
-``duration_ms`` and ``caller`` (null when callers are not checked).
+without spaces, checked when the token file is read), and `` transport=mcp`` for a call
+that came over MCP (a gRPC call's line says nothing of it). With ``--log-format json`` a
+line is one object with the keys of every JSON line (``log_format.py``) and ``tool``,
+``status``, ``duration_ms``, ``caller`` (null when callers are not checked) and
+``transport`` (``grpc`` or ``mcp``).
 
 The same flush counts the calls in the Prometheus metrics, if any (``metrics.py``).
 """
@@ -36,8 +38,10 @@ _LINE = "%s,%03d INFO llmworker.server.calls tool=%s status=%s duration_ms=%.3f\
 _JSON_LINE = (
     '{"time":"%s.%03dZ","level":"INFO","logger":"llmworker.server.calls",'
     '"message":"tool=%s status=%s duration_ms=%.3f","tool":%s,"status":"%s",'
-    '"duration_ms":%.3f,"caller":%s}\n'
+    '"duration_ms":%.3f,"caller":%s,"transport":"%s"}\n'
 )
+_Record = tuple[str, str, float, float, str, str]
+"""tool, status, started, ended, caller, transport"""
 
 
 class CallLog:
@@ -60,15 +64,16 @@ class CallLog:
         self._json = json_lines
         self._metrics = metrics
         self._interval = interval
-        # tool, status, started, ended, caller
-        self._pending: list[tuple[str, str, float, float, str]] = []
+        self._pending: list[_Record] = []
         self._timer: asyncio.TimerHandle | None = None
         self._shown: dict[str, str] = {}  # a tool name as a line shows it, for names seen
 
-    def record(self, tool: str, status: str, started: float, caller: str = "") -> None:
+    def record(
+        self, tool: str, status: str, started: float, caller: str = "", transport: str = "grpc"
+    ) -> None:
         """Note one call that began at ``started`` and ends now, from the caller labelled
-        ``caller`` (if any); written within ``interval``."""
-        self._pending.append((tool, status, started, time.perf_counter(), caller))
+        ``caller`` (if any) over ``transport`` (grpc, mcp); written within ``interval``."""
+        self._pending.append((tool, status, started, time.perf_counter(), caller, transport))
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval, self.flush)
 
@@ -80,7 +85,8 @@ class CallLog:
         pending, self._pending = self._pending, []
         if self._metrics is not None:
             self._metrics.count(
-                (tool, status, ended - started) for tool, status, started, ended, _ in pending
+                (tool, status, ended - started, transport)
+                for tool, status, started, ended, _, transport in pending
             )
         if self._stream is None:
             return
@@ -88,27 +94,29 @@ class CallLog:
         self._stream.write("".join(lines))
         self._stream.flush()
 
-    def _text_lines(self, pending: list[tuple[str, str, float, float, str]]) -> list[str]:
+    def _text_lines(self, pending: list[_Record]) -> list[str]:
         to_wall = time.time() - time.perf_counter()
         stamped, stamp = -1, ""
         shown = self._shown
         lines: list[str] = []
         append = lines.append
-        for tool, status, started, ended, caller in pending:
+        for tool, status, started, ended, caller, transport in pending:
             second, millis = divmod(int((ended + to_wall) * 1000), 1000)
             if second != stamped:  # one clock formatting per second of calls
                 stamped, stamp = second, _stamp(second)
             name = shown.get(tool) or self._show(tool)
             line = _LINE % (stamp, millis, name, status, (ended - started) * 1000)
-            append(line if not caller else f"{line[:-1]} caller={caller}\n")
+            if caller:
+                line = f"{line[:-1]} caller={caller}\n"
+            append(line if transport == "grpc" else f"{line[:-1]} transport={transport}\n")
         return lines
 
-    def _json_lines(self, pending: list[tuple[str, str, float, float, str]]) -> list[str]:
+    def _json_lines(self, pending: list[_Record]) -> list[str]:
         to_wall = time.time() - time.perf_counter()
         stamped, stamp = -1, ""
         shown = self._shown
         lines: list[str] = []
-        for tool, status, started, ended, caller in pending:
+        for tool, status, started, ended, caller, transport in pending:
             second, millis = divmod(int((ended + to_wall) * 1000), 1000)
             if second != stamped:
                 stamped, stamp = second, utc_stamp(second)
@@ -117,7 +125,7 @@ class CallLog:
             lines.append(
                 _JSON_LINE
                 % (stamp, millis, name[1:-1], status, milliseconds, name, status, milliseconds,
-                   json.dumps(caller) if caller else "null")
+                   json.dumps(caller) if caller else "null", transport)
             )  # fmt: skip
         return lines
 

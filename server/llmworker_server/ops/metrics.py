@@ -37,11 +37,11 @@ _MAX_TOOL_LABELS: Final = 10_000
 
 @dataclass(slots=True)
 class CallTotals:
-    """Finished calls: a count per (tool, status) and, per tool, a count per duration bucket
-    (``len(BUCKETS) + 1`` of them, not cumulative) and the sum of durations; and refused
-    requests, a count per reason."""
+    """Finished calls: a count per (tool, status, transport) and, per tool, a count per
+    duration bucket (``len(BUCKETS) + 1`` of them, not cumulative) and the sum of durations;
+    and refused requests, a count per reason."""
 
-    calls: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
+    calls: dict[tuple[str, str, str], int] = field(default_factory=dict[tuple[str, str, str], int])
     buckets: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
     seconds: dict[str, float] = field(default_factory=dict[str, float])
     refusals: dict[str, int] = field(default_factory=dict[str, int])
@@ -111,15 +111,15 @@ class ServerMetrics(Collector):
         self._decisions = decisions
         self._totals = CallTotals()
 
-    def count(self, calls: Iterable[tuple[str, str, float]]) -> None:
-        """Count finished calls, each ``(tool, status, seconds)``."""
+    def count(self, calls: Iterable[tuple[str, str, float, str]]) -> None:
+        """Count finished calls, each ``(tool, status, seconds, transport)``."""
         totals = self._totals
-        for tool, status, seconds in calls:
+        for tool, status, seconds, transport in calls:
             counts = totals.buckets.get(tool)
             if counts is None:
                 tool = self._label(tool)
                 counts = totals.buckets.setdefault(tool, [0] * (len(BUCKETS) + 1))
-            key = (tool, status)
+            key = (tool, status, transport)
             totals.calls[key] = totals.calls.get(key, 0) + 1
             counts[bisect.bisect_left(BUCKETS, seconds)] += 1
             totals.seconds[tool] = totals.seconds.get(tool, 0.0) + seconds
@@ -144,10 +144,12 @@ def families(totals: CallTotals, gauges: dict[str, int]) -> Iterator[Metric]:
     info.add_metric([__version__], 1)
     yield info
     calls = CounterMetricFamily(
-        "llmworker_calls", "Finished tool calls by tool and gRPC status", labels=["tool", "code"]
+        "llmworker_calls",
+        "Finished tool calls by tool, gRPC status and transport (grpc, mcp)",
+        labels=["tool", "code", "transport"],
     )
-    for (tool, status), count in sorted(totals.calls.items()):
-        calls.add_metric([tool, status], count)
+    for (tool, status, transport), count in sorted(totals.calls.items()):
+        calls.add_metric([tool, status, transport], count)
     yield calls
     durations = HistogramMetricFamily(
         "llmworker_call_duration_seconds", "Tool call durations by tool", labels=["tool"]

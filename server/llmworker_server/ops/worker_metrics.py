@@ -35,7 +35,7 @@ _SUMMED: Final = ("in_flight", "paused_batches", "watchers")
 def _encode(totals: CallTotals, gauges: dict[str, int]) -> str:
     return json.dumps(
         {
-            "calls": [[tool, status, count] for (tool, status), count in totals.calls.items()],
+            "calls": [[*key, count] for key, count in totals.calls.items()],
             "buckets": totals.buckets,
             "seconds": totals.seconds,
             "refusals": totals.refusals,
@@ -47,7 +47,10 @@ def _encode(totals: CallTotals, gauges: dict[str, int]) -> str:
 
 def _decode(text: str) -> tuple[CallTotals, dict[str, int]]:
     data = json.loads(text)
-    calls = {(str(tool), str(status)): int(count) for tool, status, count in data["calls"]}
+    calls = {
+        (str(tool), str(status), str(transport)): int(count)
+        for tool, status, transport, count in data["calls"]
+    }
     buckets = {str(tool): [int(n) for n in counts] for tool, counts in data["buckets"].items()}
     seconds = {str(tool): float(total) for tool, total in data["seconds"].items()}
     refusals = {str(reason): int(count) for reason, count in data.get("refusals", {}).items()}
