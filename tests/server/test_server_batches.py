@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import cast
 
 import grpc
 import grpc.aio
@@ -20,6 +21,7 @@ from llmworker import (
     ApproveWithInput,
     Completed,
     Continue,
+    DefinitionFormat,
     Deny,
     Mutable,
     Pause,
@@ -40,6 +42,7 @@ from llmworker import (
     tool_definitions,
     tool_registry,
 )
+from llmworker._wire.messages import format_number
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.state.memory import MemoryStore
@@ -374,6 +377,65 @@ async def test_results_over_the_message_limit_are_dropped_largest_first() -> Non
         assert len(dropped) == 1
         assert reason_of(dropped[0]) == "TOOL_INTERNAL"
         assert "was dropped" in dropped[0].error.message
+
+
+@pytest.mark.parametrize(
+    "form", [DefinitionFormat.OPENAI_CHAT, DefinitionFormat.ANTHROPIC, DefinitionFormat.GEMINI]
+)
+async def test_a_provider_message_over_the_limit_drops_its_largest_results(
+    form: DefinitionFormat,
+) -> None:
+    """Each 30,000-character result fits a response; the message of all three does not,
+    and quoting makes it larger than the results themselves."""
+    async with batch_server(max_message_bytes=64 * 1024) as (_, stub, _tools):
+        big = json.dumps({"text": '"', "times": 30_000})
+        calls = [("small", "echo", '{"text": "ok"}'), ("b1", "repeat", big), ("b2", "repeat", big)]
+        output = model_output(form, calls)
+        reply = await stub.RunProviderToolCalls(
+            pb.RunProviderToolCallsRequest(format=format_number(form), model_output_json=output),
+            timeout=10,
+        )
+        assert reply.ByteSize() <= 64 * 1024
+        text = reply.results_message_json
+        assert text.count("was dropped") >= 1
+        assert '"ok"' in json.dumps(result_for("small", json.loads(text)))
+        assert len(text.encode()) > 30_000  # one big result stayed
+
+
+def result_for(call_id: str, message: object) -> object:
+    """The innermost object of a provider message that names ``call_id``."""
+    if isinstance(message, list):
+        items = cast("list[object]", message)
+        return next((found for item in items if (found := result_for(call_id, item))), None)
+    if not isinstance(message, dict):
+        return None
+    fields = cast("dict[str, object]", message)
+    inner = result_for(call_id, list(fields.values()))
+    return inner if inner is not None else (fields if call_id in fields.values() else None)
+
+
+def model_output(form: DefinitionFormat, calls: list[tuple[str, str, str]]) -> str:
+    """A model's turn calling ``calls`` (id, tool, input JSON) in ``form``."""
+    if form is DefinitionFormat.OPENAI_CHAT:
+        return json.dumps({
+            "role": "assistant",
+            "tool_calls": [
+                {"id": id_, "type": "function", "function": {"name": name, "arguments": text}}
+                for id_, name, text in calls
+            ],
+        })  # fmt: skip
+    if form is DefinitionFormat.ANTHROPIC:
+        return json.dumps([
+            {"type": "tool_use", "id": id_, "name": name, "input": json.loads(text)}
+            for id_, name, text in calls
+        ])  # fmt: skip
+    return json.dumps({
+        "role": "model",
+        "parts": [
+            {"functionCall": {"id": id_, "name": name, "args": json.loads(text)}}
+            for id_, name, text in calls
+        ],
+    })  # fmt: skip
 
 
 async def test_the_listing_carries_titles_annotations_schemas_and_approval() -> None:

@@ -1,12 +1,25 @@
 """The messages of a batch's outcome: every result as a ``CallResult`` (an error with the
-status CallTool would have failed with), cut to what a response may carry, and a paused
-batch as the ``PausedBatch`` its caller resumes."""
+status CallTool would have failed with), cut to what a response may carry; the same results
+as a provider's message (RunProviderToolCalls), cut the same way; and a paused batch as the
+``PausedBatch`` its caller resumes."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from llmworker import ToolError, ToolOutput, ToolResult, ToolServerError
+from llmworker import (
+    DefinitionFormat,
+    JsonValue,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+    ToolServerError,
+    canonical_json,
+    tool_results_message,
+)
 from llmworker._wire import shorten
 from llmworker.v1 import tool_service_pb2 as pb
 
@@ -58,6 +71,34 @@ class BatchMessages:
             )
         return batch
 
+    def provider_message(
+        self, form: DefinitionFormat, results: list[ToolResult], names: dict[str, str]
+    ) -> str:
+        """The message in ``form`` that appends ``results`` to the conversation, as JSON
+        text; over the message limit, the largest results are replaced, one at a time, by
+        an error saying they were dropped."""
+        limit = self._limits.max_output_bytes - 8  # the field's framing
+        calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "") for result in results]
+        kept = list(results)
+        largest_first = sorted(
+            range(len(kept)), key=lambda index: _weight(kept[index]), reverse=True
+        )
+        text = _message_text(form, kept, calls)
+        for index in largest_first:
+            size = len(text.encode())
+            if size <= limit:
+                break
+            name = calls[index].name
+            error = tool_internal(
+                f"the results message is {size} bytes, over the {limit} a response may carry "
+                f"(--max-message-bytes); this result of '{shorten(name)}' "
+                f"(about {_weight(kept[index])} bytes) was dropped: send fewer or smaller calls per "
+                "model turn"
+            )
+            kept[index] = ToolResult(kept[index].call_id, str(error), is_error=True, error=error)
+            text = _message_text(form, kept, calls)
+        return text
+
     def _result(self, result: ToolResult, name: str) -> pb.CallResult:
         if result.is_error:
             error = result.error or ToolError.ExecutionFailed(result.content)
@@ -107,3 +148,14 @@ class BatchMessages:
             expire_time=expire_time,
             batch_id=held.batch_id,
         )  # fmt: skip
+
+
+def _message_text(form: DefinitionFormat, results: list[ToolResult], calls: list[ToolCall]) -> str:
+    return canonical_json(cast("JsonValue", tool_results_message(form, results, calls))).decode()
+
+
+def _weight(result: ToolResult) -> int:
+    """About how many bytes ``result`` adds to a message."""
+    structured = 0 if result.structured is None else len(canonical_json(result.structured))
+    attached = sum(len(repr(attachment)) for attachment in result.attachments)
+    return len(result.content.encode()) + structured + attached

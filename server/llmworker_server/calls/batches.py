@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final, cast
+from typing import Final
 
 from llmworker import (
     BatchOutcome,
@@ -20,14 +20,11 @@ from llmworker import (
     Decision,
     DefinitionFormat,
     Deny,
-    JsonValue,
     Paused,
     ToolBatchAborted,
     ToolCall,
     ToolResult,
-    canonical_json,
     tool_calls_from,
-    tool_results_message,
 )
 from llmworker._wire import ErrorStatus, Reason, definition_format
 from llmworker.v1 import tool_service_pb2 as pb
@@ -280,12 +277,9 @@ class BatchCalls:
             self._log(outcome.results, names, started, caller)
             completed = self._messages.completed(outcome.results, names)
             if form is not None:  # the batch came from RunProviderToolCalls
-                calls = [ToolCall(result.call_id, names.get(result.call_id, ""), "")
-                         for result in outcome.results]  # fmt: skip
-                appended = tool_results_message(form, outcome.results, calls)
-                completed.results_message_json = canonical_json(
-                    cast("JsonValue", appended)
-                ).decode()
+                completed.results_message_json = self._messages.provider_message(
+                    form, outcome.results, names
+                )
             return pb.CallToolsResponse(completed=completed)
         return await self._hold(context, outcome, names, size, form, owner, resumed)
 
