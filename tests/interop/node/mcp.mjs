@@ -1,15 +1,17 @@
 // The MCP front of an llmworker demo server, driven by the official TypeScript SDK
 // (@modelcontextprotocol/sdk, revision 2025-11-25 over Streamable HTTP): tools listed with
 // their titles and hints, calls with text and structured results, a failed validation and an
-// unknown tool, progress, an approval asked by elicitation, and a foreign Origin refused.
+// unknown tool, progress, an approval asked by elicitation, a foreign Origin refused, an
+// image, a cancelled call, and bearer tokens (none, or one that allows only echo).
 // Prints one "OK mcp ..." line per check; exits non-zero on the first failure.
 //
-//   node mcp.mjs http://127.0.0.1:PORT/mcp
+//   node mcp.mjs http://127.0.0.1:PORT/mcp TOKEN NARROW-TOKEN
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 
-const url = process.argv[2];
+const [url, token, narrowToken] = process.argv.slice(2);
+const bearer = (secret) => ({ requestInit: { headers: { Authorization: `Bearer ${secret}` } } });
 const REASON = "io.llmworker/reason";
 
 function fail(check, message) {
@@ -23,7 +25,7 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   asked.push(request.params.message);
   return { action: "accept", content: { decision: "approve" } };
 });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+await client.connect(new StreamableHTTPClientTransport(new URL(url), bearer(token)));
 
 // 1. The listing: sorted, with titles and hints.
 const { tools } = await client.listTools();
@@ -77,10 +79,60 @@ console.log("OK mcp approval");
 // 6. A page on another site cannot drive the server (DNS rebinding).
 const foreign = await fetch(url, {
   method: "POST",
-  headers: { "content-type": "application/json", accept: "application/json, text/event-stream", origin: "http://evil.example" },
+  headers: {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    origin: "http://evil.example",
+    authorization: `Bearer ${token}`,
+  },
   body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
 });
 if (foreign.status !== 403) fail("origin", `a foreign Origin got ${foreign.status}`);
 console.log("OK mcp origin");
+
+// 7. An image beside the text.
+const picture = await client.callTool({ name: "picture", arguments: {} });
+const image = picture.content.find((block) => block.type === "image");
+if (picture.isError || image?.mimeType !== "image/png" || Buffer.from(image.data, "base64").subarray(1, 4).toString() !== "PNG") {
+  fail("image", JSON.stringify(picture));
+}
+console.log("OK mcp image");
+
+// 8. A cancelled call: the request is abandoned (notifications/cancelled), the server goes on.
+const abort = new AbortController();
+let started = false;
+try {
+  await client.callTool({ name: "countdown", arguments: { n: 100, delay: 0.2 } }, undefined, {
+    signal: abort.signal,
+    onprogress: () => {
+      started = true;
+      abort.abort("enough");
+    },
+  });
+  fail("cancelled", "the countdown ran to its end");
+} catch (error) {
+  if (!started) fail("cancelled", `rejected before any progress: ${error}`);
+}
+const after = await client.callTool({ name: "echo", arguments: { text: "still here" } });
+if (after.content[0]?.text !== "still here") fail("cancelled", JSON.stringify(after));
+console.log("OK mcp cancelled");
+
+// 9. Bearer tokens: none is 401 with a Bearer challenge; a narrow token sees and calls echo only.
+const anonymous = await fetch(url, {
+  method: "POST",
+  headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+  body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+});
+if (anonymous.status !== 401 || !anonymous.headers.get("www-authenticate")?.startsWith("Bearer")) {
+  fail("tokens", `no token got ${anonymous.status} ${anonymous.headers.get("www-authenticate")}`);
+}
+const narrow = new Client({ name: "llmworker-interop-narrow", version: "1" });
+await narrow.connect(new StreamableHTTPClientTransport(new URL(url), bearer(narrowToken)));
+const seen = (await narrow.listTools()).tools.map((tool) => tool.name);
+if (JSON.stringify(seen) !== JSON.stringify(["echo"])) fail("tokens", `the narrow token sees ${seen}`);
+const forbidden = await narrow.callTool({ name: "kv_get", arguments: { key: "k" } });
+if (!forbidden.isError || forbidden._meta?.[REASON] !== "TOOL_FORBIDDEN") fail("tokens", JSON.stringify(forbidden));
+await narrow.close();
+console.log("OK mcp tokens");
 
 await client.close();
