@@ -69,6 +69,12 @@ class ServerConfig:
     """Serve MCP (Streamable HTTP at /mcp) there too, on the same registry."""
     mcp_state_key_file: Path | None = None
     """The keys sealing MCP ``requestState`` (shared by replicas); None: one per process."""
+    mcp_authorization_server: str | None = None
+    """The issuer of the OAuth access tokens MCP clients may send (with the next two)."""
+    mcp_jwks: str | None = None
+    """The issuer's public keys: a JWKS file, or its https URL."""
+    mcp_oauth_scopes: Path | None = None
+    """The OAuth scopes and the tool globs each grants (``mcp_front/oauth.py``)."""
     metrics_snapshots: Path | None = None
     """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""
     otel: bool = False
@@ -181,6 +187,11 @@ class ServerConfig:
                 raise ConfigError(f"{flag} must be a number of seconds, 0 or more")
         if self.metrics_address is not None:
             split_address(self.metrics_address)
+        if self.mcp_oauth() is not None and self.mcp_address is None:
+            raise ConfigError(
+                "--mcp-authorization-server, --mcp-jwks and --mcp-oauth-scopes check OAuth "
+                "access tokens at the MCP endpoint: add --mcp-address HOST:PORT, or drop them"
+            )
         if self.mcp_address is not None:
             split_address(self.mcp_address)
             if self.workers > 1:
@@ -197,6 +208,27 @@ class ServerConfig:
                 "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "
                 "process would have its own registry)"
             )
+
+    def mcp_oauth(self) -> tuple[str, str, Path] | None:
+        """The issuer, JWKS and scopes file of OAuth at the MCP endpoint, or None when none
+        of the three flags is given; ``ConfigError`` names a missing one."""
+        issuer, jwks, scopes = self.mcp_authorization_server, self.mcp_jwks, self.mcp_oauth_scopes
+        if issuer and jwks and scopes:
+            return issuer, jwks, scopes
+        flags = {
+            "--mcp-authorization-server": issuer,
+            "--mcp-jwks": jwks,
+            "--mcp-oauth-scopes": scopes,
+        }
+        given = [flag for flag, value in flags.items() if value]
+        if not given:
+            return None
+        missing = " and ".join(flag for flag, value in flags.items() if not value)
+        raise ConfigError(
+            f"{' and '.join(given)} without {missing}: OAuth access tokens need the "
+            f"authorization server's issuer, its JWKS and the scopes file together; add "
+            f"{missing}, or drop {' and '.join(given)}"
+        )
 
     def _check_transport(self) -> None:
         if self.tls is not None or self.allow_insecure:

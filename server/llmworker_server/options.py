@@ -400,7 +400,7 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         "--mcp-address",
         metavar="HOST:PORT",
         help="serve the tools to MCP clients too: Streamable HTTP at /mcp there (revisions "
-        "2025-11-25 and 2026-07-28; over TLS with --tls-cert; --auth-tokens apply)",
+        "2025-11-25 and 2026-07-28; over TLS with --tls-cert; --auth-tokens and OAuth apply)",
     )
     operations.add_argument(
         "--mcp-state-key-file",
@@ -409,6 +409,26 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         help="a private file of keys (one per line, 32+ characters; the first seals) for the "
         "requestState of MCP 2026-07-28 rounds: give replicas the same file, so any of them "
         "continues a call or an approval (default: a key of this process alone)",
+    )
+    operations.add_argument(
+        "--mcp-authorization-server",
+        metavar="URL",
+        help="accept OAuth access tokens (JWTs) at /mcp from this authorization server, "
+        "its issuer exactly as its tokens' iss; with --mcp-jwks and --mcp-oauth-scopes "
+        "(see docs/mcp.md)",
+    )
+    operations.add_argument(
+        "--mcp-jwks",
+        metavar="FILE_OR_URL",
+        help="the authorization server's public keys: a JWKS file or its https jwks_uri "
+        "(read again, at most once a minute, when a token names an unknown key)",
+    )
+    operations.add_argument(
+        "--mcp-oauth-scopes",
+        metavar="FILE",
+        type=Path,
+        help='a JSON file mapping each OAuth scope to the tool globs it grants: {"scopes": '
+        '{"tools:read": ["search_*"], "tools:all": ["*"]}}',
     )
     operations.add_argument(
         "--metrics-address",

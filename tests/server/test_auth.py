@@ -267,6 +267,10 @@ async def test_sighup_reloads_the_tokens_and_a_bad_file_keeps_the_old_ones(
             "label must be 1-64 printable",
         ),
         (
+            f'{{"tokens": [{{"token": "{AGENT}", "tools": ["*"], "label": "oauth:alice"}}]}}',
+            "name the MCP front's OAuth callers",
+        ),
+        (
             f'{{"tokens": [{{"token": "{AGENT}", "tools": ["*"]}}, '
             f'{{"sha256": "{hashlib.sha256(AGENT.encode()).hexdigest()}", "tools": ["x"]}}]}}',
             "repeats the token",

@@ -35,7 +35,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 
 from ..ops.call_log import CallLog
 from ..rpc.audit import CURRENT_RPC
-from ..rpc.auth import CallerCheck
+from ..rpc.auth import Caller, CallerCheck
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     SHUTTING_DOWN,
@@ -102,12 +102,17 @@ class CallAdmission:
         context: CallerContext,
         *,
         held: bool = False,
+        caller: Caller | None = None,
     ) -> AdmittedCall | ErrorStatus:
         """The call ``request`` asks for, counted in flight, once every check passed
         (``finish`` or ``ended`` counts it out); else the refusal: SHUTTING_DOWN while the
         server drains (``admit_or_abort`` waits at the gate, then admits it ``held``), a
         malformed request, no name, a caller without a token for the tool, an input too
-        large, a bad call id or metadata, too many calls in flight."""
+        large, a bad call id or metadata, too many calls in flight.
+
+        ``caller`` is one its transport authenticated already (the MCP front: a bearer or
+        an OAuth token): its scope is checked and its label logged instead of ``context``'s
+        token, even on a server without ``--auth-tokens``."""
         if self._gate.closed and not held:
             return SHUTTING_DOWN
         if isinstance(request, MalformedRequest):
@@ -115,12 +120,16 @@ class CallAdmission:
         name = request.name
         if not name:
             return EMPTY_NAME
-        caller = ""
-        if self._auth is not None:
+        label = ""
+        if caller is not None:
+            if not caller.scope.allows(name):
+                return caller.scope.forbidden(name, caller)
+            label = caller.label
+        elif self._auth is not None:
             admitted = self._auth.admit(context, (name,))
             if isinstance(admitted, ErrorStatus):
                 return admitted
-            caller = admitted.label
+            label = admitted.label
         input_json = request.input_json
         if len(input_json) > self._surely_fits:  # else the input fits every limit
             too_large = self._limits.input_too_large(name, input_json)
@@ -150,7 +159,7 @@ class CallAdmission:
             frozen,
             deadline,
             timeout,
-            caller,
+            label,
             str(next(self._call_ids)),
             time.perf_counter(),
         )

@@ -92,8 +92,8 @@ class BatchMessages:
             error = tool_internal(
                 f"the results message is {size} bytes, over the {limit} a response may carry "
                 f"(--max-message-bytes); this result of '{shorten(name)}' "
-                f"(about {_weight(kept[index])} bytes) was dropped: send fewer or smaller calls per "
-                "model turn"
+                f"(about {_weight(kept[index])} bytes) was dropped: send fewer or smaller "
+                "calls per model turn"
             )
             kept[index] = ToolResult(kept[index].call_id, str(error), is_error=True, error=error)
             text = _message_text(form, kept, calls)

@@ -38,7 +38,7 @@ from ..calls.admission import AdmittedCall, CallAdmission
 from ..calls.responses import CallResponses
 from ..registry.registry import Registry
 from ..rpc.audit import CURRENT_CALLER
-from ..rpc.auth import CallerCheck, Scope
+from ..rpc.auth import Caller, CallerCheck, Scope
 from .approval import can_elicit, cannot_ask, decided_call
 from .approval_rounds import ApprovalRounds, approval_token
 from .client_input import LogLevels, RoundChannel, SessionChannel, earlier_answers
@@ -55,12 +55,20 @@ Context = ServerRequestContext[Any, Request]
 
 class HttpCaller:
     """An MCP request's HTTP headers as the caller checks read them: its bearer token;
-    no deadline (``--tool-timeout`` applies) and no client certificate."""
+    no deadline (``--tool-timeout`` applies) and no client certificate. The front leaves
+    the caller it authenticated (a ``Caller``) in the request's ASGI scope under ``KEY``."""
 
     __slots__ = ("_authorization",)
+    KEY: Final = "llmworker.caller"
 
     def __init__(self, headers: Mapping[str, str]) -> None:
         self._authorization = headers.get("authorization")
+
+    @classmethod
+    def of(cls, ctx: Context) -> HttpCaller:
+        """The caller of ``ctx``'s HTTP request."""
+        request = ctx.request
+        return cls({} if request is None else request.headers)
 
     def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None:
         return () if self._authorization is None else (("authorization", self._authorization),)
@@ -96,10 +104,13 @@ class McpCalls:
         self, ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         tools = self._tools()
-        if self._auth is not None:
-            caller = self._auth.caller(_caller_of(ctx))
-            if isinstance(caller, ErrorStatus):
-                raise MCPError(_INVALID_PARAMS, caller.message)
+        caller = _caller_of(ctx)
+        if caller is None and self._auth is not None:  # not checked at the door: check here
+            checked = self._auth.caller(HttpCaller.of(ctx))
+            if isinstance(checked, ErrorStatus):
+                raise MCPError(_INVALID_PARAMS, checked.message)
+            caller = checked
+        if caller is not None:
             tools = _scoped(tools, caller.scope)
         return types.ListToolsResult(tools=tools)
 
@@ -112,7 +123,7 @@ class McpCalls:
         except UnicodeEncodeError as error:  # a lone surrogate (\ud800) in the JSON body
             return refusal_result(_not_unicode(error))
         admission = self._admission
-        call = admission.admit(request, _caller_of(ctx))
+        call = admission.admit(request, HttpCaller.of(ctx), caller=_caller_of(ctx))
         if isinstance(call, ErrorStatus):
             return refusal_result(call)
         name, _, call_id, _, _, _, caller, log_id, started = call
@@ -307,6 +318,8 @@ def _scoped(tools: list[types.Tool], scope: Scope) -> list[types.Tool]:
     return [tool for tool in tools if scope.allows(tool.name)]
 
 
-def _caller_of(ctx: Context) -> HttpCaller:
+def _caller_of(ctx: Context) -> Caller | None:
+    """The caller the front authenticated for this request (None: callers are not checked)."""
     request = ctx.request
-    return HttpCaller({} if request is None else request.headers)
+    caller: object = None if request is None else request.scope.get(HttpCaller.KEY)
+    return caller if isinstance(caller, Caller) else None

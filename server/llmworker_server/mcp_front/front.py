@@ -1,14 +1,18 @@
 """``--mcp-address``: the registry served to MCP clients over Streamable HTTP at ``/mcp``,
 in the gRPC server's process and event loop. Registry changes reach 2026-07-28 clients on
-their ``subscriptions/listen`` streams.
+their ``subscriptions/listen`` streams, and 2025-11-25 sessions as
+``notifications/tools/list_changed`` (``list_changed.py``).
 
 The official SDK's low-level ``Server`` and ``StreamableHTTPSessionManager`` speak the
 protocol: revision 2025-11-25 with ``initialize`` and ``Mcp-Session-Id`` sessions (bounded
 in number and idle time), and 2026-07-28, stateless, routed by its ``MCP-Protocol-Version``
 header, on the same endpoint. Host and Origin are checked against the address served
 (DNS-rebinding protection). Before the SDK sees a request, a server with ``--auth-tokens``
-answers one without a known bearer token 401 with ``WWW-Authenticate``. uvicorn serves the
-ASGI app on a socket bound here, so the port is known before the first request.
+or OAuth (``--mcp-authorization-server``) answers one without a token it accepts 401 with
+``WWW-Authenticate``, and leaves the caller in the ASGI scope for the calls; with OAuth it
+serves the RFC 9728 metadata at ``/.well-known/oauth-protected-resource`` (and ``…/mcp``).
+uvicorn serves the ASGI app on a socket bound here, so the port is known before the first
+request.
 """
 
 from __future__ import annotations
@@ -18,17 +22,18 @@ import contextlib
 import json
 import logging
 import os
+import re
 import socket
 import ssl
 import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -42,9 +47,11 @@ from llmworker._wire import ErrorStatus
 from ..config import ServerConfig, is_loopback, split_address
 from ..errors import ConfigError
 from ..registry.registry import Registry
-from ..rpc.auth import CallerCheck
+from ..rpc.auth import Caller, CallerCheck
 from ..rpc.token_file import exposed_secret_file
 from .calls import Context, HttpCaller, McpCalls
+from .list_changed import ListChangedServer, SessionNotices
+from .oauth import OAuthCallers, load_oauth_settings
 
 __all__ = ["MAX_SESSIONS", "McpFront", "state_keys"]
 
@@ -52,25 +59,34 @@ _log = logging.getLogger("llmworker.server.mcp")
 logging.getLogger("mcp").setLevel(logging.WARNING)  # its INFO lines show session ids
 
 PATH: Final = "/mcp"
+METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
+_JWT_SHAPE: Final = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 MAX_SESSIONS: Final = 1_000
 _SESSION_IDLE_SECONDS: Final = 600.0
 _MAX_LISTENERS: Final = 1_000
 
 
 class McpFront:
-    """One MCP listener over ``calls``, checking bearer tokens with ``auth``."""
+    """One MCP listener over ``calls``, checking bearer tokens with ``auth`` and OAuth
+    access tokens as ``config`` says."""
 
     def __init__(
         self, config: ServerConfig, calls: McpCalls, auth: CallerCheck | None, registry: Registry
     ) -> None:
         self._config = config
         self._auth = auth
+        oauth = config.mcp_oauth()
+        self._oauth_settings = None if oauth is None else load_oauth_settings(*oauth)
+        self._oauth: OAuthCallers | None = None
+        self._metadata_url = ""
+        self._metadata_paths: frozenset[str] = frozenset()
         self._changes = InMemorySubscriptionBus()
+        self._sessions = SessionNotices(MAX_SESSIONS)
         self._publishing: set[asyncio.Task[None]] = set()
         with warnings.catch_warnings():
             # logging/setLevel is deprecated by 2026-07-28, and served for 2025-11-25
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self._server = Server(  # pyright: ignore[reportDeprecated] - see above
+            self._server = ListChangedServer(  # pyright: ignore[reportDeprecated] - see above
                 "llmworker",
                 version=__version__,
                 on_list_tools=calls.list_tools,
@@ -86,6 +102,7 @@ class McpFront:
             bind_principal=_principal,
         )
         self._server.middleware.append(RequestStateBoundary(security, default_audience="llmworker"))
+        self._server.middleware.append(self._sessions)
         registry.on_change(self._tools_changed)
         self._manager: StreamableHTTPSessionManager | None = None
         self._uvicorn: uvicorn.Server | None = None
@@ -103,6 +120,12 @@ class McpFront:
         listener.bind((host, port))
         listener.listen(128)
         self.port = listener.getsockname()[1]
+        if self._oauth_settings is not None:
+            try:
+                await self._start_oauth(host)
+            except BaseException:
+                listener.close()
+                raise
         self._manager = StreamableHTTPSessionManager(
             self._server,
             security_settings=_origin_checks(host, self.port, self._config.tls is not None),
@@ -150,10 +173,32 @@ class McpFront:
             self._uvicorn.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
                 await self._serving
+        await self._sessions.close()
         if self._running is not None:
             self._sessions_done.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._running
+
+    async def _start_oauth(self, host: str) -> None:
+        """Read the JWKS (``ConfigError`` when it cannot be used) and place the metadata:
+        RFC 9728 puts it at the well-known path followed by the resource's path, on the
+        resource's origin (the URL served unless the scopes file names another)."""
+        assert self._oauth_settings is not None
+        scheme = "https" if self._config.tls is not None else "http"
+        shown = f"[{host}]" if ":" in host else host
+        oauth = OAuthCallers(self._oauth_settings, f"{scheme}://{shown}:{self.port}{PATH}")
+        await oauth.start()
+        resource = urlsplit(oauth.audience)
+        path = resource.path.rstrip("/")
+        self._metadata_url = f"{resource.scheme}://{resource.netloc}{METADATA_PATH}{path}"
+        self._metadata_paths = frozenset({METADATA_PATH, METADATA_PATH + path})
+        self._oauth = oauth
+        _log.info(
+            "MCP takes OAuth access tokens of %s for %s (metadata at %s)",
+            self._oauth_settings.authorization_server,
+            oauth.audience,
+            self._metadata_url,
+        )
 
     async def _run_sessions(self, manager: StreamableHTTPSessionManager) -> None:
         """Hold the session manager's task group open, in one task from start to stop
@@ -163,31 +208,76 @@ class McpFront:
             await self._sessions_done.wait()
 
     def _tools_changed(self) -> None:
-        """Tell every ``subscriptions/listen`` stream that asked for it (2026-07-28)."""
+        """Tell every ``subscriptions/listen`` stream that asked for it (2026-07-28) and
+        every session (2025-11-25)."""
         task = asyncio.ensure_future(self._changes.publish(ToolsListChanged()))
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)
+        self._sessions.tools_changed()
 
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        if scope["path"] in self._metadata_paths:
+            await self._metadata(scope, send)
+            return
         if scope["path"] != PATH:
             await _reply(send, 404, {"error": f"no such path: MCP is served at {PATH}"})
             return
-        if self._auth is not None:
+        if self._auth is not None or self._oauth is not None:
             headers = {
                 key.decode("latin-1"): value.decode("latin-1") for key, value in scope["headers"]
             }
-            caller = self._auth.caller(HttpCaller(headers))
+            caller = self._caller(headers)
             if isinstance(caller, ErrorStatus):
-                await _unauthorized(send, caller, "authorization" in headers)
+                await _unauthorized(send, caller, self._challenge(caller, headers))
                 return
             # a session belongs to the caller that opened it: another token, even a valid
             # one, finds no such session (the SDK compares this user on every request)
             owner = AccessToken(token="", client_id=caller.label, scopes=[])
-            scope = {**scope, "user": AuthenticatedUser(owner)}
+            scope = {**scope, "user": AuthenticatedUser(owner), HttpCaller.KEY: caller}
         assert self._manager is not None
         await self._manager.handle_request(scope, receive, send)
+
+    def _caller(self, headers: dict[str, str]) -> Caller | ErrorStatus:
+        """Who sends a request: with ``--auth-tokens`` alone, its bearer token's caller; with
+        OAuth, the access token's, except that a bearer token not shaped like a JWT goes to
+        ``--auth-tokens`` when both are on."""
+        authorization = headers.get("authorization")
+        if self._oauth is None or (self._auth is not None and _opaque(authorization)):
+            assert self._auth is not None
+            return self._auth.caller(HttpCaller(headers))
+        return self._oauth.caller(authorization)
+
+    def _challenge(self, refusal: ErrorStatus, headers: dict[str, str]) -> str:
+        """The ``WWW-Authenticate`` value refusing a request: with OAuth, where its metadata
+        is (RFC 9728) and why the token was refused or which scopes to ask for."""
+        if self._oauth is not None:
+            return self._oauth.challenge(refusal, self._metadata_url)
+        if "authorization" in headers:
+            return 'Bearer realm="llmworker", error="invalid_token"'
+        return 'Bearer realm="llmworker"'
+
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """The Protected Resource Metadata document (RFC 9728), to GET."""
+        assert self._oauth is not None
+        if scope["method"] not in ("GET", "HEAD"):
+            await _reply(send, 405, {"error": "the resource metadata is read with GET"})
+            return
+        body = json.dumps(self._oauth.metadata()).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"cache-control", b"max-age=300"),
+                ],
+            }
+        )
+        await send(
+            {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body}
+        )
 
 
 class _QuietServer(uvicorn.Server):
@@ -246,10 +336,15 @@ def _origin_checks(host: str, port: int, tls: bool) -> TransportSecuritySettings
     )
 
 
-async def _unauthorized(send: Send, refusal: ErrorStatus, presented: bool) -> None:
-    challenge = 'Bearer realm="llmworker"'
-    if presented:
-        challenge += ', error="invalid_token"'
+def _opaque(authorization: str | None) -> bool:
+    """Whether ``authorization`` is a bearer token not shaped like a JWT (three
+    dot-separated base64url parts): one for ``--auth-tokens``, when OAuth is on too."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    token = token.strip()
+    return scheme.lower() == "bearer" and bool(token) and not _JWT_SHAPE.fullmatch(token)
+
+
+async def _unauthorized(send: Send, refusal: ErrorStatus, challenge: str) -> None:
     body = json.dumps({"error": refusal.message, "reason": refusal.reason}).encode()
     await send(
         {

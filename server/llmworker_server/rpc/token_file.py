@@ -23,6 +23,7 @@ from ..errors import AuthTokensError
 from .handlers import CallerContext
 
 __all__ = [
+    "OAUTH_LABEL_PREFIX",
     "DigestTable",
     "EntryReader",
     "Globs",
@@ -37,6 +38,8 @@ T = TypeVar("T")
 _MIN_TOKEN_CHARS: Final = 16
 _DIGEST: Final = re.compile(r"[0-9a-fA-F]{64}")
 _LABEL: Final = re.compile(r"[\x21-\x7e]{1,64}")
+OAUTH_LABEL_PREFIX: Final = "oauth:"
+"""The labels of OAuth callers (``mcp_front.oauth``): no token file may use them."""
 _MAX_REMEMBERED: Final = 4096
 
 
@@ -164,6 +167,11 @@ class EntryReader:
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
             raise AuthTokensError(
                 f"{self.where}: label must be 1-64 printable ASCII characters, no spaces"
+            )
+        if label.startswith(OAUTH_LABEL_PREFIX):
+            raise AuthTokensError(
+                f"{self.where}: labels beginning '{OAUTH_LABEL_PREFIX}' name the MCP front's "
+                "OAuth callers (their sessions and paused batches); choose another label"
             )
         return label
 
