@@ -2,13 +2,14 @@
 // (@modelcontextprotocol/sdk, revision 2025-11-25 over Streamable HTTP): tools listed with
 // their titles and hints, calls with text and structured results, a failed validation and an
 // unknown tool, progress, an approval asked by elicitation, a foreign Origin refused, an
-// image, a cancelled call, and bearer tokens (none, or one that allows only echo).
+// image, a cancelled call, bearer tokens (none, or one that allows only echo), and a tool
+// registered meanwhile announced by notifications/tools/list_changed.
 // Prints one "OK mcp ..." line per check; exits non-zero on the first failure.
 //
 //   node mcp.mjs http://127.0.0.1:PORT/mcp TOKEN NARROW-TOKEN
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, token, narrowToken] = process.argv.slice(2);
 const bearer = (secret) => ({ requestInit: { headers: { Authorization: `Bearer ${secret}` } } });
@@ -25,6 +26,9 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
   asked.push(request.params.message);
   return { action: "accept", content: { decision: "approve" } };
 });
+let listChanged;
+const changed = new Promise((resolve) => (listChanged = resolve));
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => listChanged());
 await client.connect(new StreamableHTTPClientTransport(new URL(url), bearer(token)));
 
 // 1. The listing: sorted, with titles and hints.
@@ -134,5 +138,17 @@ const forbidden = await narrow.callTool({ name: "kv_get", arguments: { key: "k" 
 if (!forbidden.isError || forbidden._meta?.[REASON] !== "TOOL_FORBIDDEN") fail("tokens", JSON.stringify(forbidden));
 await narrow.close();
 console.log("OK mcp tokens");
+
+// 10. A tool registered while the session is open: announced, then listed and called.
+if (!client.getServerCapabilities()?.tools?.listChanged) fail("list-changed", "tools.listChanged not declared");
+console.log("WAITING list-changed"); // the test registers a tool now
+const timer = setTimeout(() => fail("list-changed", "no notifications/tools/list_changed in 20 s"), 20_000);
+await changed;
+clearTimeout(timer);
+const relisted = (await client.listTools()).tools.map((tool) => tool.name);
+if (!relisted.includes("late")) fail("list-changed", `late not listed: ${relisted}`);
+const late = await client.callTool({ name: "late", arguments: {} });
+if (late.content[0]?.text !== "late") fail("list-changed", JSON.stringify(late));
+console.log("OK mcp list-changed");
 
 await client.close();
