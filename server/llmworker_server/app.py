@@ -243,7 +243,8 @@ class ServerApp:
             approvals,
             MAX_SESSIONS,
         )
-        self._mcp = McpFront(self.config, calls, self._auth, self.registry)
+        tracer = None if self._tracing is None else self._tracing.tracer
+        self._mcp = McpFront(self.config, calls, self._auth, self.registry, tracer)
         self.mcp_port = await self._mcp.start(address)
         host = split_address(address)[0]
         scheme = "https" if self._tls is not None else "http"

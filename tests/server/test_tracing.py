@@ -8,10 +8,13 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
+from typing import cast
 
 import grpc
 import grpc.aio
 import pytest
+from mcp import Client
+from mcp_types import RequestParamsMeta
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -263,3 +266,37 @@ async def test_a_failure_is_logged_under_the_call_id_its_span_records(
     call_id = span.attributes["llmworker.call_id"]
     assert isinstance(call_id, str)
     assert f"call_id={call_id} raised RuntimeError" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_an_mcp_call_is_traced_as_a_grpc_call_is(
+    spans: tuple[TracerProvider, InMemorySpanExporter], mode: str
+) -> None:
+    provider, exporter = spans
+    worker = Worker()
+    worker.register_tools([*tool_definitions(ServerTestTools()), *tool_definitions(_SpanTools())])
+    config = ServerConfig(port=0, log_level="WARNING", otel=True, mcp_address="127.0.0.1:0")
+    app = ServerApp(config, worker, tracer_provider=provider)
+    await app.start()
+    try:
+        async with Client(f"http://127.0.0.1:{app.mcp_port}/mcp", mode=mode) as client:
+            meta = cast("RequestParamsMeta", {"traceparent": _TRACEPARENT[1]})  # an open map
+            await client.call_tool("echo", {"text": "x"}, meta=meta)
+            failed = await client.call_tool("boom", {})
+            assert failed.is_error
+            assert failed.meta is not None
+    finally:
+        await app.stop(grace=0)
+    [echo] = _named(exporter, "tools/call echo")
+    assert echo.kind == SpanKind.SERVER
+    assert echo.parent is not None
+    assert f"{_ids(echo).trace_id:032x}" == _TRACE
+    assert f"{echo.parent.span_id:016x}" == _PARENT
+    assert echo.attributes is not None
+    assert echo.attributes["gen_ai.tool.name"] == "echo"
+    assert echo.attributes["llmworker.tool.name"] == "echo"
+    assert echo.status.status_code == StatusCode.UNSET
+    [boom] = _named(exporter, "tools/call boom")
+    assert boom.parent is None
+    assert boom.status.status_code == StatusCode.ERROR
+    assert boom.status.description == failed.meta["io.llmworker/reason"]

@@ -28,7 +28,7 @@ import ssl
 import warnings
 from collections.abc import Generator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -53,6 +53,9 @@ from .calls import Context, HttpCaller, McpCalls
 from .list_changed import ListChangedServer, SessionNotices
 from .oauth import OAuthCallers, load_oauth_settings
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
 __all__ = ["MAX_SESSIONS", "McpFront", "state_keys"]
 
 _log = logging.getLogger("llmworker.server.mcp")
@@ -71,7 +74,12 @@ class McpFront:
     access tokens as ``config`` says."""
 
     def __init__(
-        self, config: ServerConfig, calls: McpCalls, auth: CallerCheck | None, registry: Registry
+        self,
+        config: ServerConfig,
+        calls: McpCalls,
+        auth: CallerCheck | None,
+        registry: Registry,
+        tracer: Tracer | None = None,
     ) -> None:
         self._config = config
         self._auth = auth
@@ -101,6 +109,13 @@ class McpFront:
             ttl=config.pause_ttl,
             bind_principal=_principal,
         )
+        # The SDK's default middleware makes spans with the global tracer provider, which this
+        # server never sets: with --otel, ours (the gRPC spans' provider) take its place.
+        self._server.middleware.clear()
+        if tracer is not None:
+            from .tracing import McpSpans  # OpenTelemetry is imported with --otel only
+
+            self._server.middleware.append(McpSpans(tracer))
         self._server.middleware.append(RequestStateBoundary(security, default_audience="llmworker"))
         self._server.middleware.append(self._sessions)
         registry.on_change(self._tools_changed)

@@ -85,6 +85,11 @@ class Tracing:
         # The metadata keys the configured propagators read; no other key reaches them.
         self._context_keys = frozenset(propagate.get_global_textmap().fields)
 
+    @property
+    def tracer(self) -> trace.Tracer:
+        """The tracer of the server's spans (the MCP front's too)."""
+        return self._tracer
+
     def _start(self, service: str, method: str, request: object, context: Context) -> Span:
         """A SERVER span for ``request``, child of the trace context its metadata carries."""
         carrier = {
