@@ -284,3 +284,28 @@ async def post_2026(
         text = data[-1]
     answer: dict[str, Any] = json.loads(text)
     return answer
+
+
+async def test_a_tool_that_requires_approval_may_ask_too_once_approved() -> None:
+    async def person(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        if params.message.startswith("Approve the call"):
+            return types.ElicitResult(action="accept", content={"decision": "approve"})
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    @tool_registry
+    class Guarded:
+        @tool(requires_approval=True)
+        async def rename_all(self, context: ToolContext) -> str:
+            """Asks for a name, after its approval."""
+            answer = await context.elicit("New name?", NAME_FORM)
+            return f"renamed to {answer.content['name']}"
+
+    worker: Worker[Mutable] = Worker()
+    worker.register_tools(tool_definitions(Guarded()))
+    async with serve(None, worker=worker, mcp_address="127.0.0.1:0") as served:
+        url = f"http://127.0.0.1:{served.app.mcp_port}/mcp"
+        async with Client(url, mode="legacy", elicitation_callback=person) as client:
+            assert text_of(await client.call_tool("rename_all", {})) == "renamed to Ada"

@@ -208,7 +208,8 @@ class McpCalls:
         try:
             outcome: ToolResult | ErrorStatus | types.InputRequiredResult
             if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                outcome = await decided_call(ctx, self._registry.worker, planned)
+                with client_channel(self._channel(ctx, name, params)):  # the tool may ask too
+                    outcome = await decided_call(ctx, self._registry.worker, planned)
             else:
                 outcome = await self._approval_round(ctx, planned, caller, params)
             if isinstance(outcome, types.InputRequiredResult):
