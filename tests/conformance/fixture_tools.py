@@ -1,5 +1,6 @@
 """The tools the official MCP conformance suite's server scenarios call, as llmworker tools
-(``make mcp-conformance`` serves them with ``--tools tests.conformance.fixture_tools:Fixture``)."""
+(``make mcp-conformance`` serves them with ``--tools tests.conformance.fixture_tools:Fixture``
+and ``--tools tests.conformance.fixture_tools:json_schema_2020_12_tool``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from llmworker import (
     Sample,
     ToolContext,
     ToolError,
+    ToolFactory,
+    ToolMeta,
     ToolOutput,
     tool,
     tool_registry,
@@ -267,3 +270,44 @@ def _form(**fields: str | None) -> dict[str, JsonValue]:
 
 def _json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
+
+
+JSON_SCHEMA_2020_12: dict[str, object] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+"""A hand-written schema of JSON Schema 2020-12's keywords, which tools/list must keep."""
+
+
+class _SchemaEcho:
+    async def execute(self, input_json: str) -> str:
+        return input_json
+
+
+json_schema_2020_12_tool = ToolFactory(
+    ToolMeta(
+        "json_schema_2020_12_tool",
+        "Takes a contact whose schema uses JSON Schema 2020-12 keywords; echoes it.",
+        JSON_SCHEMA_2020_12,
+    ),
+    _SchemaEcho,
+)

@@ -59,7 +59,9 @@ async def main() -> int:
     runtime = node()
     port = free_port()
     server = ServerProcess(
-        ["--tools", "tests.conformance.fixture_tools:Fixture", "--no-internal", "--port", "0",
+        ["--tools", "tests.conformance.fixture_tools:Fixture",
+         "--tools", "tests.conformance.fixture_tools:json_schema_2020_12_tool",
+         "--no-internal", "--port", "0",
          "--mcp-address", f"127.0.0.1:{port}", "--log-level", "WARNING"]
     )  # fmt: skip
     failed: list[str] = []
