@@ -85,6 +85,13 @@ class FloorToolService(tool_service_pb2_grpc.ToolServiceServicer):
     ) -> pb.ListPausedBatchesResponse:
         return pb.ListPausedBatchesResponse()  # the floor never pauses
 
+    async def SearchTools(
+        self,
+        request: pb.SearchToolsRequest,
+        context: Context[pb.SearchToolsRequest, pb.SearchToolsResponse],
+    ) -> pb.SearchToolsResponse:
+        return pb.SearchToolsResponse()  # the floor finds nothing
+
     async def RunProviderToolCalls(
         self,
         request: pb.RunProviderToolCallsRequest,

@@ -1087,3 +1087,72 @@ class PausedBatchSummary(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PausedBatchSummary: _TypeAlias = PausedBatchSummary  # noqa: Y015
+
+@_typing.final
+class SearchToolsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    FORMAT_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """Words to look for, as a person or a model would write them ("weather in a city"):
+    1-500 characters; case, punctuation and word order do not matter, and a word matches
+    words it begins ("calc" finds "calculate").
+    """
+    limit: _builtins.int
+    """At most this many tools: 0 means 10; at most 100."""
+    format: Global___DefinitionFormat.ValueType
+    """Unset: the llmworker definitions (`definitions`). Set: also the matches as that
+    provider's request field takes them (`definitions_json`, best first).
+    """
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        format: Global___DefinitionFormat.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["format", b"format", "limit", b"limit", "query", b"query"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchToolsRequest: _TypeAlias = SearchToolsRequest  # noqa: Y015
+
+@_typing.final
+class SearchToolsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEFINITIONS_FIELD_NUMBER: _builtins.int
+    SCORES_FIELD_NUMBER: _builtins.int
+    DEFINITIONS_JSON_FIELD_NUMBER: _builtins.int
+    definitions_json: _builtins.str
+    """With a format: the definitions as a canonical UTF-8 JSON array in that format, best
+    first. Empty without a format.
+    """
+    @_builtins.property
+    def definitions(self) -> _containers.RepeatedCompositeFieldContainer[_tool_pb2.ToolDefinition]:
+        """The matching tools the caller may use, best first; empty when none matches."""
+
+    @_builtins.property
+    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """The relevance of each definition, in the same order: higher is better (BM25, for
+        comparing the hits of one query only).
+        """
+
+    def __init__(
+        self,
+        *,
+        definitions: _abc.Iterable[_tool_pb2.ToolDefinition] | None = ...,
+        scores: _abc.Iterable[_builtins.float] | None = ...,
+        definitions_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definitions", b"definitions", "definitions_json", b"definitions_json", "scores", b"scores"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchToolsResponse: _TypeAlias = SearchToolsResponse  # noqa: Y015

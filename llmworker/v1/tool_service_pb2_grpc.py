@@ -140,6 +140,11 @@ class ToolServiceStub:
                 request_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.SerializeToString,
                 response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.FromString,
                 _registered_method=True)
+        self.SearchTools = channel.unary_unary(
+                '/llmworker.v1.ToolService/SearchTools',
+                request_serializer=llmworker_dot_v1_dot_tool__service__pb2.SearchToolsRequest.SerializeToString,
+                response_deserializer=llmworker_dot_v1_dot_tool__service__pb2.SearchToolsResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -291,6 +296,18 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchTools(self, request, context):
+        """The tools the caller may use that best match a few words, best first: ranked by BM25
+        over their names, titles, descriptions and parameter names (a name match weighs most).
+        For a model that cannot hold thousands of definitions: list a few, search for the rest.
+        An empty or over-long query, or a limit out of range, is INVALID_ARGUMENT /
+        INVALID_REQUEST; a strict format the registry cannot express, FAILED_PRECONDITION /
+        DEFINITION_FORMAT_UNSUPPORTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -338,6 +355,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ListPausedBatches,
                     request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.FromString,
                     response_serializer=llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.SerializeToString,
+            ),
+            'SearchTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTools,
+                    request_deserializer=llmworker_dot_v1_dot_tool__service__pb2.SearchToolsRequest.FromString,
+                    response_serializer=llmworker_dot_v1_dot_tool__service__pb2.SearchToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -644,6 +666,33 @@ class ToolService:
             '/llmworker.v1.ToolService/ListPausedBatches',
             llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesRequest.SerializeToString,
             llmworker_dot_v1_dot_tool__service__pb2.ListPausedBatchesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/llmworker.v1.ToolService/SearchTools',
+            llmworker_dot_v1_dot_tool__service__pb2.SearchToolsRequest.SerializeToString,
+            llmworker_dot_v1_dot_tool__service__pb2.SearchToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

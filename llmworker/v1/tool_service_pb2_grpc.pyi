@@ -122,6 +122,14 @@ class ToolServiceStub:
     all match; without, every one. A server with a shared --state (SQLite, PostgreSQL)
     lists every process's batches; with --state memory, this process's only.
     """
+    SearchTools: _aio.UnaryUnaryMultiCallable[_tool_service_pb2.SearchToolsRequest, _tool_service_pb2.SearchToolsResponse]
+    """The tools the caller may use that best match a few words, best first: ranked by BM25
+    over their names, titles, descriptions and parameter names (a name match weighs most).
+    For a model that cannot hold thousands of definitions: list a few, search for the rest.
+    An empty or over-long query, or a limit out of range, is INVALID_ARGUMENT /
+    INVALID_REQUEST; a strict format the registry cannot express, FAILED_PRECONDITION /
+    DEFINITION_FORMAT_UNSUPPORTED.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """The public tool service: list and call the tools of one ToolServer.
@@ -284,6 +292,20 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         --auth-tokens the ones it paused, and those whose pending tools its `approves` globs
         all match; without, every one. A server with a shared --state (SQLite, PostgreSQL)
         lists every process's batches; with --state memory, this process's only.
+        """
+
+    @_abc_1.abstractmethod
+    def SearchTools(
+        self,
+        request: _tool_service_pb2.SearchToolsRequest,
+        context: _aio.ServicerContext[_tool_service_pb2.SearchToolsRequest, _abc.Awaitable[_tool_service_pb2.SearchToolsResponse]],
+    ) -> _abc.Awaitable[_tool_service_pb2.SearchToolsResponse]:
+        """The tools the caller may use that best match a few words, best first: ranked by BM25
+        over their names, titles, descriptions and parameter names (a name match weighs most).
+        For a model that cannot hold thousands of definitions: list a few, search for the rest.
+        An empty or over-long query, or a limit out of range, is INVALID_ARGUMENT /
+        INVALID_REQUEST; a strict format the registry cannot express, FAILED_PRECONDITION /
+        DEFINITION_FORMAT_UNSUPPORTED.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _aio.Server) -> None: ...

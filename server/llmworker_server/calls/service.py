@@ -41,6 +41,7 @@ from .paused_listing import PausedListing
 from .requests import EMPTY_NAME
 from .responses import CallResponses
 from .stream import CallStreams
+from .tool_search import ToolSearch
 from .watch import DefinitionsWatch
 
 if TYPE_CHECKING:  # imported with --otel only
@@ -81,6 +82,7 @@ class ToolService:
             self._admission, failures, self._responses, registry, limits, held
         )
         self._paused_listing = PausedListing(held, auth)
+        self._search = ToolSearch(registry, auth)
         self._streams = CallStreams(self._admission, self._responses, registry)
         self._watch = DefinitionsWatch(registry, self._listing, self._gate, limits.max_watchers)
 
@@ -180,6 +182,11 @@ class ToolService:
                     guarded_unary("ListPausedBatches", self._paused_listing.list_paused_batches),
                     pb.ListPausedBatchesRequest.FromString,
                     pb.ListPausedBatchesResponse.SerializeToString,
+                ),
+                "SearchTools": unary(
+                    guarded_unary("SearchTools", self._search.search_tools),
+                    pb.SearchToolsRequest.FromString,
+                    pb.SearchToolsResponse.SerializeToString,
                 ),
                 "CallToolStream": server_streaming(
                     traced_stream("CallToolStream", self._streams.call_tool_stream),
