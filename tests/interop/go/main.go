@@ -189,8 +189,13 @@ func main() {
 			os.Exit(2)
 		}
 		err = runDurable(*a, *b)
+	case "search":
+		flags := flag.NewFlagSet("search", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools")
+		_ = flags.Parse(os.Args[2:])
+		err = runSearch(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers or durable", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers, durable or search", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
