@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pb "llmworker/interop/gen/llmworker/v1"
 )
@@ -99,10 +101,16 @@ func runSearch(target string) error {
 			return nil
 		}},
 		{"bad requests refused naming the field", func() error {
-			for _, request := range []*pb.SearchToolsRequest{{Query: ""}, {Query: "key", Limit: 101}} {
-				_, err := client.SearchTools(context.Background(), request)
+			for _, bad := range []struct {
+				request *pb.SearchToolsRequest
+				field   string
+			}{{&pb.SearchToolsRequest{Query: ""}, "query"}, {&pb.SearchToolsRequest{Query: "key", Limit: 101}, "limit"}} {
+				_, err := client.SearchTools(context.Background(), bad.request)
 				if err := rpcError(err, codes.InvalidArgument, "INVALID_REQUEST"); err != nil {
-					return fmt.Errorf("%v: %w", request, err)
+					return fmt.Errorf("%v: %w", bad.request, err)
+				}
+				if message := status.Convert(err).Message(); !strings.HasPrefix(message, bad.field+" ") {
+					return fmt.Errorf("%v: the message %q does not name %s", bad.request, message, bad.field)
 				}
 			}
 			names, _, err := search(&pb.SearchToolsRequest{Query: "echo"})
