@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # OpenTelemetry is imported with --otel only, the MCP SDK wit
     from opentelemetry.trace import TracerProvider
 
     from .mcp_front.front import McpFront
+    from .mcp_import.imports import McpImports
     from .ops.tracing import Tracing
 
 __all__ = ["ServerApp"]
@@ -117,8 +118,13 @@ class ServerApp:
         self._registration: ReplicaRegistrations | None = None
         self._stopped = False
         self._health = ServerHealth()
+        self._imports = self._new_imports() if config.mcp_servers else None
         self._providers = ProviderMonitor(
-            self.registry, self._registry_service, config.provider_lease, self._health
+            self.registry,
+            self._registry_service,
+            config.provider_lease,
+            self._health,
+            elsewhere=self._imports.owns if self._imports else None,
         )
         self._metrics_listener: MetricsListener | None = None
         self._snapshots: SnapshotWriter | None = None
@@ -148,6 +154,8 @@ class ServerApp:
         if self._internal:
             await self._internal.start()
             self._providers.start()
+        if self._imports is not None:
+            await self._imports.start()  # before a lock: their tools are part of the set
         self._schedule_lock()
         self._start_metrics()
         await self._start_mcp()
@@ -212,6 +220,8 @@ class ServerApp:
         if self._mcp is not None:
             await self._mcp.stop()
         await self._providers.stop()
+        if self._imports is not None:
+            await self._imports.stop()
         await self._close_store()
         await self._registry_service.close()
         if self._call_log is not None:
@@ -250,6 +260,23 @@ class ServerApp:
         scheme = "https" if self._tls is not None else "http"
         shown = f"[{host}]" if ":" in host else host
         _log.info("serving MCP on %s://%s:%d/mcp", scheme, shown, self.mcp_port)
+
+    def _new_imports(self) -> McpImports:
+        try:
+            from .mcp_import.imports import McpImports
+        except ImportError as error:
+            raise ConfigError(
+                f"--mcp-server needs the MCP SDK ({error}): pip install 'llmworker[mcp]'"
+            ) from error
+        config = self.config
+        return McpImports(
+            config.mcp_servers,
+            self.registry,
+            separator=config.mcp_tool_separator,
+            require_approval=config.require_approval,
+            lease=config.provider_lease,
+            span=None if self._tracing is None else self._tracing.mcp_client_span,
+        )
 
     def _new_tracing(self, provider: TracerProvider | None) -> Tracing:
         try:

@@ -15,7 +15,9 @@ import grpc
 from llmworker import ClientTls, ToolRegistryError, __version__
 
 from .config import ServerConfig
+from .errors import ConfigError
 from .event_loop import choose_loop
+from .mcp_import.settings import McpServerSettings, load_servers_file, server_from_flag
 from .ops.log_format import FIELDS, configure_logging
 from .options import TOKEN_ENV, build_parser
 from .process import serve_until_signal
@@ -110,6 +112,9 @@ def parse_args(argv: Sequence[str] | None = None) -> ServerConfig:
         mcp_authorization_server=args.mcp_authorization_server,
         mcp_jwks=args.mcp_jwks,
         mcp_oauth_scopes=args.mcp_oauth_scopes,
+        mcp_servers=_mcp_servers(parser, args),
+        mcp_tool_separator=args.mcp_tool_separator,
+        require_approval=tuple(args.require_approval),
         metrics_snapshots=args.metrics_snapshots,
         otel=args.otel,
         loop=args.loop,
@@ -205,3 +210,16 @@ def _state_url(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str
         except OSError as error:
             parser.error(f"--state-file: {error}")
     return os.environ.get(STATE_ENV, "")
+
+
+def _mcp_servers(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[McpServerSettings, ...]:
+    """The MCP servers to import from: each ``--mcp-server``, then ``--mcp-servers``'s."""
+    try:
+        servers = [server_from_flag(value) for value in args.mcp_server]
+        if args.mcp_servers is not None:
+            servers += load_servers_file(args.mcp_servers)
+    except ConfigError as error:
+        parser.error(str(error))
+    return tuple(servers)

@@ -11,6 +11,7 @@ from pathlib import Path
 from llmworker import ClientTls
 
 from .errors import ConfigError
+from .mcp_import.settings import DEFAULT_SEPARATOR, McpServerSettings, check_separator
 from .rpc.tls import TlsFiles
 from .state.location import shown_url, state_problem
 
@@ -75,6 +76,12 @@ class ServerConfig:
     """The issuer's public keys: a JWKS file, or its https URL."""
     mcp_oauth_scopes: Path | None = None
     """The OAuth scopes and the tool globs each grants (``mcp_front/oauth.py``)."""
+    mcp_servers: tuple[McpServerSettings, ...] = ()
+    """The MCP servers whose tools are imported as provider tools (``mcp_import``)."""
+    mcp_tool_separator: str = DEFAULT_SEPARATOR
+    """Between an imported tool's server prefix and its own name."""
+    require_approval: tuple[str, ...] = ()
+    """Globs of imported tools' registry names that need a decision before they run."""
     metrics_snapshots: Path | None = None
     """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""
     otel: bool = False
@@ -199,6 +206,7 @@ class ServerConfig:
                     "--mcp-address serves MCP sessions from one process: run it without "
                     "--workers (or with --workers 1), or run replicas behind a proxy"
                 )
+        self._check_imports()
         if self.workers < 1:
             raise ConfigError("--workers must be at least 1")
         if self.workers > 1 and self.port == 0:
@@ -207,6 +215,24 @@ class ServerConfig:
             raise ConfigError(
                 "--workers N > 1 serves a fixed tool set: add --no-internal (each worker "
                 "process would have its own registry)"
+            )
+
+    def _check_imports(self) -> None:
+        check_separator(self.mcp_tool_separator)
+        names = [server.name for server in self.mcp_servers]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ConfigError(
+                f"MCP server name(s) {repeated} given more than once (--mcp-server, "
+                "--mcp-servers); each server needs its own name"
+            )
+        if self.require_approval and not self.mcp_servers:
+            raise ConfigError(
+                "--require-approval marks imported MCP tools: add --mcp-server or --mcp-servers"
+            )
+        if self.mcp_servers and self.workers > 1:
+            raise ConfigError(
+                "--mcp-server imports into one process's registry: run it without --workers"
             )
 
     def mcp_oauth(self) -> tuple[str, str, Path] | None:

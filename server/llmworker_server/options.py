@@ -430,6 +430,7 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         help='a JSON file mapping each OAuth scope to the tool globs it grants: {"scopes": '
         '{"tools:read": ["search_*"], "tools:all": ["*"]}}',
     )
+    _add_imports(operations)
     operations.add_argument(
         "--metrics-address",
         metavar="HOST:PORT",
@@ -448,4 +449,37 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=["auto", "asyncio", "uvloop"],
         help="the event loop: auto is uvloop where it is installed (default %(default)s)",
+    )
+
+
+def _add_imports(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--mcp-server",
+        dest="mcp_server",
+        action="append",
+        default=[],
+        metavar="NAME=URL|NAME=stdio:COMMAND",
+        help="import the tools of an MCP server as NAME__TOOL (Streamable HTTP at URL, or "
+        "COMMAND ARGS launched and restarted as needed); repeatable; see docs/gateway.md",
+    )
+    group.add_argument(
+        "--mcp-servers",
+        metavar="FILE",
+        type=Path,
+        help='import the MCP servers of a JSON file {"mcpServers": {NAME: {"url" or '
+        '"command", …}}} (with tokenFile, caFile, include, exclude, prefix per server)',
+    )
+    group.add_argument(
+        "--mcp-tool-separator",
+        default="__",
+        metavar="SEP",
+        help="what joins an imported server's name and its tool's name (default %(default)s)",
+    )
+    group.add_argument(
+        "--require-approval",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="an imported tool whose name matches needs a decision before it runs (a "
+        "CallTools pause, an MCP approval question); repeatable",
     )

@@ -19,8 +19,9 @@ only with ``--otel``; without it no call pays anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Final, TypeVar, cast
 
 import grpc
@@ -183,6 +184,17 @@ class Tracing:
             self._finish(span, context, failed=False)
 
         return traced
+
+    @contextlib.contextmanager
+    def mcp_client_span(self, name: str) -> Iterator[dict[str, str]]:
+        """A CLIENT span for a request to an imported MCP server (``tools/call NAME``), and
+        the trace context to send in the request's ``_meta``."""
+        with self._tracer.start_as_current_span(
+            name, kind=SpanKind.CLIENT, attributes={"rpc.system": "mcp"}
+        ):
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            yield carrier
 
     def client_interceptors(self) -> list[grpc.aio.ClientInterceptor]:
         """Interceptors for the channels to providers: a call made inside a traced call goes

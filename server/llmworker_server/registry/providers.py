@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Final
 
 import grpc
@@ -50,9 +51,13 @@ class ProviderMonitor:
         service: RegistryService,
         lease: float,
         health: health.aio.HealthServicer | None = None,
+        *,
+        elsewhere: Callable[[str], bool] | None = None,
     ) -> None:
+        """``elsewhere`` tells the providers another part checks (imported MCP servers)."""
         self._registry = registry
         self._service = service
+        self._elsewhere = elsewhere
         self._health = health
         self._reported: dict[str, bool] = {}  # provider -> the health status last set
         self._lease = lease
@@ -72,7 +77,7 @@ class ProviderMonitor:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
-            providers = self._registry.provider_targets()
+            providers = self._checked()
             for gone in set(self._passed) - set(providers):
                 del self._passed[gone]  # unregistered meanwhile
             for gone in set(self._reported) - set(providers):
@@ -87,6 +92,13 @@ class ProviderMonitor:
                     self._passed[provider] = now
                 elif now - self._passed.setdefault(provider, now) >= self._lease:
                     self._expire(provider)
+
+    def _checked(self) -> list[str]:
+        """The providers this monitor checks: those with tools, save the ones elsewhere's."""
+        providers = self._registry.provider_targets()
+        if self._elsewhere is None:
+            return providers
+        return [provider for provider in providers if not self._elsewhere(provider)]
 
     @property
     def up(self) -> int:
