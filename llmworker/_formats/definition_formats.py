@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, cast, final
 
@@ -54,13 +54,23 @@ class FormattedDefinitions:
 
 
 def format_definitions(
-    metas: Sequence[ToolMeta], form: DefinitionFormat, *, cache_last: bool = False
+    metas: Sequence[ToolMeta],
+    form: DefinitionFormat,
+    *,
+    cache_last: bool = False,
+    deferred: Callable[[str], bool] | None = None,
 ) -> FormattedDefinitions:
-    """``metas`` (sorted by name) in ``form``. ``cache_last`` marks the last Anthropic tool
-    ``cache_control: ephemeral`` (the whole list becomes one cache prefix). Raises
-    ``StrictSchemaError`` for a schema a strict format cannot take and ``ValueError`` for a
-    name the provider refuses, naming the tool."""
+    """``metas`` (sorted by name) in ``form``. In the Anthropic formats, a tool ``deferred``
+    says yes to gets ``defer_loading: true`` (the model sees it only once a tool search finds
+    it), and ``cache_last`` marks the last tool not deferred ``cache_control: ephemeral``
+    (the list becomes one cache prefix). Raises ``StrictSchemaError`` for a schema a strict
+    format cannot take and ``ValueError`` for a name the provider refuses, naming the tool."""
     entries = [_entry(meta, form) for meta in metas]
+    anthropic = form in (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
+    if deferred is not None and anthropic:
+        for meta, entry in zip(metas, entries, strict=True):
+            if deferred(meta.name):
+                entry["defer_loading"] = True
     if form is DefinitionFormat.ANTHROPIC_STRICT:
         check_anthropic_request(
             [
@@ -68,12 +78,9 @@ def format_definitions(
                 for meta, entry in zip(metas, entries, strict=True)
             ]
         )
-    if (
-        cache_last
-        and entries
-        and form in (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
-    ):
-        entries[-1]["cache_control"] = {"type": "ephemeral"}
+    loaded = [entry for entry in entries if "defer_loading" not in entry]
+    if cache_last and loaded and anthropic:  # the prefix the model sees: no deferred tool
+        loaded[-1]["cache_control"] = {"type": "ephemeral"}
     body: JsonValue = (
         [{"functionDeclarations": entries}] if form is DefinitionFormat.GEMINI else entries
     )

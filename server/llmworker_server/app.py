@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from llmworker import Mutable, ToolDefinition, Worker, tool_definitions
 
 from .calls.limits import CallLimits
+from .calls.search_tool import search_tool_definition
 from .calls.service import ToolService
 from .config import ServerConfig, default_internal_socket, is_loopback, split_address
 from .demo_tools import DemoTools
@@ -101,6 +102,7 @@ class ServerApp:
             gate=self._gate,
             paused=self._new_store(),
             auth=self._auth,
+            core_tools=config.core_tools,
         )
         self._own_tracer_provider: SdkTracerProvider | None = None
         self._tracing = self._new_tracing(tracer_provider) if config.otel else None
@@ -118,13 +120,13 @@ class ServerApp:
         self._registration: ReplicaRegistrations | None = None
         self._stopped = False
         self._health = ServerHealth()
-        self._imports = self._new_imports() if config.mcp_servers else None
+        self.imports = self._new_imports() if config.mcp_servers else None
         self._providers = ProviderMonitor(
             self.registry,
             self._registry_service,
             config.provider_lease,
             self._health,
-            elsewhere=self._imports.owns if self._imports else None,
+            elsewhere=self.imports.owns if self.imports else None,
         )
         self._metrics_listener: MetricsListener | None = None
         self._snapshots: SnapshotWriter | None = None
@@ -154,8 +156,8 @@ class ServerApp:
         if self._internal:
             await self._internal.start()
             self._providers.start()
-        if self._imports is not None:
-            await self._imports.start()  # before a lock: their tools are part of the set
+        if self.imports is not None:
+            await self.imports.start()  # before a lock: their tools are part of the set
         self._schedule_lock()
         self._start_metrics()
         await self._start_mcp()
@@ -220,8 +222,8 @@ class ServerApp:
         if self._mcp is not None:
             await self._mcp.stop()
         await self._providers.stop()
-        if self._imports is not None:
-            await self._imports.stop()
+        if self.imports is not None:
+            await self.imports.stop()
         await self._close_store()
         await self._registry_service.close()
         if self._call_log is not None:
@@ -400,6 +402,8 @@ class ServerApp:
             definitions.extend(tool_definitions(DemoTools()))
         for spec in self.config.tool_specs:
             definitions.extend(load_definitions(spec))
+        if self.config.search_tool:
+            definitions.append(search_tool_definition(self.tools.search, self._auth is not None))
         return definitions
 
     def _new_server(self, *, reuse_port: bool) -> grpc.aio.Server:

@@ -81,6 +81,10 @@ class ServerConfig:
     mcp_tool_separator: str = DEFAULT_SEPARATOR
     """Between an imported tool's server prefix and its own name."""
     require_approval: tuple[str, ...] = ()
+    search_tool: bool = False
+    """Register the built-in ``search_tools`` tool."""
+    core_tools: tuple[str, ...] = ()
+    """Globs of the tools the Anthropic formats do not defer (none given: nothing deferred)."""
     """Globs of imported tools' registry names that need a decision before they run."""
     metrics_snapshots: Path | None = None
     """A ``--workers`` child's: the directory its metrics go to, for the parent to serve."""

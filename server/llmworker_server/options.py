@@ -64,6 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the demo tools (echo, calculate, now, kv_set/kv_get/kv_delete/kv_list, "
         "validate_order, whoami, countdown)",
     )
+    tools.add_argument(
+        "--search-tool",
+        action="store_true",
+        help="add the built-in tool search_tools: a model finds the tools it may use by what "
+        "they do (SearchTools as a tool)",
+    )
+    tools.add_argument(
+        "--core-tools",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="the tools a model sees up front: in the Anthropic formats every other tool gets "
+        'defer_loading: true, found by a tool search (repeatable; e.g. "kv_*")',
+    )
 
     listen = parser.add_argument_group("listening")
     listen.add_argument("--host", default="127.0.0.1", help="public address (default %(default)s)")
@@ -378,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         "%(default)s)",
     )
     _add_operations(parser)
+    _add_imports(parser)
     return parser
 
 
@@ -430,7 +445,6 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
         help='a JSON file mapping each OAuth scope to the tool globs it grants: {"scopes": '
         '{"tools:read": ["search_*"], "tools:all": ["*"]}}',
     )
-    _add_imports(operations)
     operations.add_argument(
         "--metrics-address",
         metavar="HOST:PORT",
@@ -452,7 +466,8 @@ def _add_operations(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_imports(group: argparse._ArgumentGroup) -> None:
+def _add_imports(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("MCP servers as providers (docs/gateway.md)")
     group.add_argument(
         "--mcp-server",
         dest="mcp_server",

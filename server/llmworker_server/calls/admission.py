@@ -35,7 +35,7 @@ from llmworker.v1 import tool_service_pb2 as pb
 
 from ..ops.call_log import CallLog
 from ..rpc.audit import CURRENT_RPC
-from ..rpc.auth import Caller, CallerCheck
+from ..rpc.auth import Caller, CallerCheck, use_scope
 from ..rpc.drain import DrainGate
 from ..rpc.handlers import (
     SHUTTING_DOWN,
@@ -124,6 +124,7 @@ class CallAdmission:
         if caller is not None:
             if not caller.scope.allows(name):
                 return caller.scope.forbidden(name, caller)
+            use_scope(caller.scope)
             label = caller.label
         elif self._auth is not None:
             admitted = self._auth.admit(context, (name,))
@@ -265,6 +266,7 @@ class CallAdmission:
                 pending = [call.name for call in held.paused.pending_calls]
                 approves = caller.approves
                 if approves is not None and all(approves.allows(name) for name in pending):
+                    use_scope(caller.scope)
                     return caller.label
                 return _resume_forbidden(caller.label, held.owner, pending)
         return self.caller_of(context, held.names.values())

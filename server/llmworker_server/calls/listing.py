@@ -4,6 +4,7 @@ provider's format, each serialised once per registry change and then sent as byt
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from llmworker import DefinitionFormat, DefinitionsSnapshot, FormattedDefinitions, canonical_json
@@ -23,6 +24,7 @@ from ..rpc.handlers import Context, MalformedRequest, abort, abort_malformed
 __all__ = ["DefinitionListing", "Listing"]
 
 _MAX_SCOPED_LISTINGS: Final = 1024
+_ANTHROPIC: Final = (DefinitionFormat.ANTHROPIC, DefinitionFormat.ANTHROPIC_STRICT)
 
 
 class Listing(NamedTuple):
@@ -38,13 +40,24 @@ class DefinitionListing:
     """Answers ListDefinitionsSorted from responses cached per registry version (and, with
     caller tokens, per scope: a caller sees only the tools it may call)."""
 
-    def __init__(self, registry: Registry, auth: CallerCheck | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        auth: CallerCheck | None = None,
+        deferred: Callable[[str], bool] | None = None,
+    ) -> None:
+        """``deferred`` tells the tools the Anthropic formats mark ``defer_loading`` (those
+        outside ``--core-tools``)."""
         self._registry = registry
         self._auth = auth
+        self._deferred = deferred
         self._definitions: tuple[DefinitionsSnapshot, Listing] | None = None
         self._formatted: dict[tuple[DefinitionFormat, bool], tuple[FormattedDefinitions, Listing]]
         self._formatted = {}
         self._scoped: dict[tuple[Scope, int, bool], tuple[DefinitionsSnapshot, Listing]] = {}
+        self._deferred_formats: dict[
+            tuple[DefinitionFormat, bool], tuple[DefinitionsSnapshot, FormattedDefinitions]
+        ] = {}
 
     async def list_definitions_sorted(
         self, request: pb.ListDefinitionsSortedRequest | MalformedRequest, context: Context
@@ -79,7 +92,7 @@ class DefinitionListing:
         cached = self._scoped.get(key)
         if cached is not None and cached[0] is snapshot:
             return cached[1]
-        listing = _scoped_listing(snapshot, scope, number, cache_last)
+        listing = _scoped_listing(snapshot, scope, number, cache_last, self._deferred)
         if isinstance(listing, Listing):
             if len(self._scoped) >= _MAX_SCOPED_LISTINGS:
                 self._scoped.clear()  # scopes of token files replaced by a reload
@@ -102,7 +115,10 @@ class DefinitionListing:
         if isinstance(form, ErrorStatus):
             return form
         try:
-            formatted = self._registry.handle.definitions_for(form, cache_last=cache_last)
+            if self._deferred is not None and form in _ANTHROPIC:
+                formatted = self._with_deferred(form, cache_last)
+            else:
+                formatted = self._registry.handle.definitions_for(form, cache_last=cache_last)
         except ValueError as error:
             return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
         key = (form, cache_last)
@@ -111,12 +127,26 @@ class DefinitionListing:
             cached = self._formatted[key] = (formatted, _formatted_listing(formatted))
         return cached[1]
 
+    def _with_deferred(self, form: DefinitionFormat, cache_last: bool) -> FormattedDefinitions:
+        """The Anthropic definitions with the tools outside the core set deferred, built once
+        per registry version (the library's cache knows no deferral)."""
+        snapshot = self._registry.handle.definitions_snapshot()
+        key = (form, cache_last)
+        built = self._deferred_formats.get(key)
+        if built is None or built[0] is not snapshot:
+            formatted = format_definitions(
+                snapshot.definitions, form, cache_last=cache_last, deferred=self._deferred
+            )
+            built = self._deferred_formats[key] = (snapshot, formatted)
+        return built[1]
+
 
 def _scoped_listing(
     snapshot: DefinitionsSnapshot,
     scope: Scope,
     number: pb.DefinitionFormat.ValueType,
     cache_last: bool,
+    deferred: Callable[[str], bool] | None,
 ) -> Listing | ErrorStatus:
     metas = tuple(meta for meta in snapshot.definitions if scope.allows(meta.name))
     if not number:
@@ -126,7 +156,8 @@ def _scoped_listing(
     if isinstance(form, ErrorStatus):
         return form
     try:
-        return _formatted_listing(format_definitions(metas, form, cache_last=cache_last))
+        formatted = format_definitions(metas, form, cache_last=cache_last, deferred=deferred)
+        return _formatted_listing(formatted)
     except ValueError as error:
         return ErrorStatus.of(Reason.DEFINITION_FORMAT_UNSUPPORTED, str(error))
 

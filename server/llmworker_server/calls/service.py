@@ -6,7 +6,7 @@ calls, streamed, batched or not, are admitted and counted by one ``CallAdmission
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import grpc.aio
@@ -30,6 +30,7 @@ from ..rpc.handlers import (
     server_streaming,
     unary,
 )
+from ..rpc.token_file import Globs
 from ..state.memory import MemoryStore
 from ..state.store import PausedStore
 from .admission import CallAdmission
@@ -40,6 +41,7 @@ from .listing import DefinitionListing
 from .paused_listing import PausedListing
 from .requests import EMPTY_NAME
 from .responses import CallResponses
+from .search_tool import SEARCH_TOOL_NAME
 from .stream import CallStreams
 from .tool_search import ToolSearch
 from .watch import DefinitionsWatch
@@ -68,7 +70,10 @@ class ToolService:
         gate: DrainGate | None = None,
         paused: PausedStore | None = None,
         auth: CallerCheck | None = None,
+        core_tools: Sequence[str] = (),
     ) -> None:
+        """``core_tools``: globs of the tools the Anthropic formats do not defer (none: no
+        tool is deferred)."""
         self._registry = registry
         self._gate = gate or DrainGate()
         failures = CallFailures(redact=redact_errors)
@@ -76,7 +81,7 @@ class ToolService:
         self._admission = CallAdmission(limits, failures, call_log, self._gate, auth)
         self._responses = CallResponses(limits.max_output_bytes)
         self._output_surely_fits = self._responses.surely_fits
-        self._listing = DefinitionListing(registry, auth)
+        self._listing = DefinitionListing(registry, auth, _deferred(core_tools))
         held = paused if paused is not None else MemoryStore(900.0, 1000)
         self._batches = BatchCalls(
             self._admission, failures, self._responses, registry, limits, held
@@ -85,6 +90,11 @@ class ToolService:
         self._search = ToolSearch(registry, auth)
         self._streams = CallStreams(self._admission, self._responses, registry)
         self._watch = DefinitionsWatch(registry, self._listing, self._gate, limits.max_watchers)
+
+    @property
+    def search(self) -> ToolSearch:
+        """The tool search SearchTools and the ``search_tools`` tool share."""
+        return self._search
 
     @property
     def watch(self) -> DefinitionsWatch:
@@ -256,3 +266,11 @@ class ToolService:
 
 def _as_is(response: bytes) -> bytes:
     return response
+
+
+def _deferred(core_tools: Sequence[str]) -> Callable[[str], bool] | None:
+    """Which tools the Anthropic formats defer: all but the core ones and ``search_tools``."""
+    if not core_tools:
+        return None
+    core = Globs(tuple(core_tools))
+    return lambda name: name != SEARCH_TOOL_NAME and not core.allows(name)

@@ -48,6 +48,7 @@ _FIRST_BACKOFF: Final = 0.5
 _MAX_BACKOFF: Final = 30.0
 _MAX_PAGES: Final = 100
 _MAX_TOOLS: Final = 10_000
+_CONNECT_SECONDS: Final = 10.0
 
 
 class McpServerLink:
@@ -141,15 +142,15 @@ class McpServerLink:
 
     async def _session(self) -> None:
         async with AsyncExitStack() as stack:
-            client = await stack.enter_async_context(
-                Client(
-                    await self._transport(stack),
-                    message_handler=self._on_message,
-                    cache=None,  # every listing must reach the server: it is the health check
-                    client_info=types.Implementation(name="llmworker", version=__version__),
+            async with asyncio.timeout(_CONNECT_SECONDS):  # a server that never answers
+                client = await stack.enter_async_context(
+                    Client(
+                        await self._transport(stack),
+                        message_handler=self._on_message,
+                        cache=None,  # every listing must reach the server: the health check
+                        client_info=types.Implementation(name="llmworker", version=__version__),
+                    )
                 )
-            )
-            async with asyncio.timeout(self._check_every * 4):
                 await self._sync(client)
             self._came_up(client)
             self._tried.set()

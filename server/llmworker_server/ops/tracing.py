@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from typing import Final, TypeVar, cast
 
 import grpc
@@ -186,7 +186,7 @@ class Tracing:
         return traced
 
     @contextlib.contextmanager
-    def mcp_client_span(self, name: str) -> Iterator[dict[str, str]]:
+    def mcp_client_span(self, name: str) -> Generator[dict[str, str]]:
         """A CLIENT span for a request to an imported MCP server (``tools/call NAME``), and
         the trace context to send in the request's ``_meta``."""
         with self._tracer.start_as_current_span(

@@ -29,7 +29,7 @@ from .audit import CURRENT_CALLER, CURRENT_RPC
 from .handlers import CallerContext, Context, abort
 from .token_file import DigestTable, EntryReader, Globs, bearer, client_subjects, read_entries
 
-__all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope"]
+__all__ = ["Caller", "CallerCheck", "CallerTokens", "Scope", "caller_scope", "use_scope"]
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -40,6 +40,8 @@ _AUTHENTICATED: Final = contextvars.ContextVar["tuple[CallerTokens, Caller] | No
 )
 """The caller ``first`` authenticated for the running RPC (each RPC runs in its own task) and
 the tokens it was found in, so its token is hashed and compared once until a reload."""
+_SCOPE: Final = contextvars.ContextVar["Scope | None"]("llmworker_caller_scope", default=None)
+"""The scope of the caller whose call the running task serves (set when it was admitted)."""
 _FLAG: Final = "--auth-tokens"
 _ENTRY_KEYS: Final = ("token", "sha256", "tools", "label", "client_subject", "approves")
 _NO_TOKEN: Final = ErrorStatus.of(
@@ -175,6 +177,7 @@ class CallerCheck:
         for tool in tools:
             if not caller.scope.allows(tool):
                 return caller.scope.forbidden(tool, caller)
+        _SCOPE.set(caller.scope)
         return caller
 
     def first(
@@ -211,3 +214,14 @@ class CallerCheck:
                 yield response
 
         return authenticated
+
+
+def use_scope(scope: Scope) -> None:
+    """Make ``scope`` the running call's caller scope (``caller_scope()``)."""
+    _SCOPE.set(scope)
+
+
+def caller_scope() -> Scope | None:
+    """The scope of the caller the running call was admitted for; None when no caller was
+    checked (a server without ``--auth-tokens``, or outside a call)."""
+    return _SCOPE.get()
