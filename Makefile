@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-search stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -120,6 +120,7 @@ bench: $(STAMP) $(GHZ) postgres
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.paused
 	$(BIN)/python -m bench.mcp
+	$(BIN)/python -m bench.mcp_hop
 	$(BIN)/python -m bench.search
 
 # Pause + resume round trips on each --state store (memory, SQLite, a throw-away PostgreSQL
@@ -132,6 +133,11 @@ bench-paused: $(STAMP) postgres
 # same tool, and llmworker's gRPC CallTool, alternating rounds; bench/results/mcp-DATE.json.
 bench-mcp: $(STAMP)
 	$(BIN)/python -m bench.mcp
+
+# A call of an imported MCP tool: the SDK's client straight to an MCP server, against gRPC
+# through llmworker (--mcp-server), 1 and 16 callers; bench/results/mcp-hop-DATE.json.
+bench-mcp-hop: $(STAMP)
+	$(BIN)/python -m bench.mcp_hop
 
 # SearchTools' ranking in process at 1,000 and 10,000 tools: the first search (indexing),
 # query p50/p99, a search after one tool was added; bench/results/search-DATE.json.

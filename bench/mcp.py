@@ -133,7 +133,7 @@ async def mcp_round(url: str, pid: int, clients: int, seconds: float) -> dict[st
         sessions = [McpSession(http, url) for _ in range(clients)]
         await asyncio.gather(*(session.open() for session in sessions))
         await asyncio.gather(*(load(session.echo, 0.5) for session in sessions))  # warm up
-        return await measured(pid, seconds, [session.echo for session in sessions])
+        return await measured([pid], seconds, [session.echo for session in sessions])
 
 
 async def grpc_round(target: str, pid: int, clients: int, seconds: float) -> dict[str, float]:
@@ -145,15 +145,16 @@ async def grpc_round(target: str, pid: int, clients: int, seconds: float) -> dic
             await stub.CallTool(request, timeout=CALL_TIMEOUT_S)
 
         await asyncio.gather(*(load(echo, 0.5) for _ in range(clients)))
-        return await measured(pid, seconds, [echo] * clients)
+        return await measured([pid], seconds, [echo] * clients)
 
 
 async def measured(
-    pid: int, seconds: float, calls: Sequence[Callable[[], Awaitable[None]]]
+    pids: Sequence[int], seconds: float, calls: Sequence[Callable[[], Awaitable[None]]]
 ) -> dict[str, float]:
-    cpu, started = process_cpu([pid]), time.perf_counter()
+    """Requests/s, latency and the CPU of the processes ``pids`` per call, over ``seconds``."""
+    cpu, started = process_cpu(list(pids)), time.perf_counter()
     rounds = await asyncio.gather(*(load(call, seconds) for call in calls))
-    elapsed, cpu = time.perf_counter() - started, process_cpu([pid]) - cpu
+    elapsed, cpu = time.perf_counter() - started, process_cpu(list(pids)) - cpu
     latencies = sorted(latency for latencies in rounds for latency in latencies)
     count = len(latencies)
     return {
