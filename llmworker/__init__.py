@@ -91,6 +91,7 @@ from ._runtime.worker import Locked, Mutable, Worker
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from ._client.found_tools import FoundTools
     from ._client.registry_client import ToolRegistryClient
     from ._client.remote import RemoteToolServerHandle, SyncRemoteToolServerHandle
     from ._client.remote_tool import RemoteTool
@@ -98,6 +99,7 @@ if TYPE_CHECKING:
 
 _ON_FIRST_USE = {
     "ClientTls": "._wire.tls",
+    "FoundTools": "._client.found_tools",
     "RemoteTool": "._client.remote_tool",
     "RemoteToolServerHandle": "._client.remote",
     "SyncRemoteToolServerHandle": "._client.remote",
@@ -150,6 +152,7 @@ __all__ = [
     "Elicited",
     "EmbeddedResource",
     "FormattedDefinitions",
+    "FoundTools",
     "GeminiFunctionResponse",
     "GeminiFunctionResponsePart",
     "GeminiFunctionResult",

@@ -21,6 +21,7 @@ from typing import Final, final
 import grpc
 import grpc.aio
 
+from .._formats.definition_formats import DefinitionFormat
 from .._model.calls import ToolCall
 from .._model.decisions import Decision
 from .._model.errors import RemoteServiceError
@@ -35,6 +36,7 @@ from .._wire.stubs import (
     CALL_TOOLS,
     LIST_DEFINITIONS_SORTED,
     RESUME_BATCH,
+    SEARCH_TOOLS,
     WATCH_DEFINITIONS,
     bind,
     raise_failure,
@@ -45,6 +47,7 @@ from .balancing import RETRYING_SERVICE_CONFIG, SERVICE_CONFIG, retry_is_safe
 from .base import DefinitionsCache, RemoteHandleBase, stream_request
 from .batch import ResumeToken, aborted, calls_request, outcome_of, resume_request
 from .channel_owner import ChannelOwner
+from .found_tools import FoundTools, found_tools, search_request
 from .remote_tool import RemoteTool
 from .stream import read_events
 from .sync_remote import SyncRemoteToolServerHandle
@@ -88,6 +91,7 @@ class RemoteToolServerHandle(RemoteHandleBase, ChannelOwner):
         self._cache = DefinitionsCache()
         self._tools: dict[str, RemoteTool] = {}
         self._list = bind(LIST_DEFINITIONS_SORTED, channel)
+        self._search = bind(SEARCH_TOOLS, channel)
         self._watch_method = bind(WATCH_DEFINITIONS, channel)
         self._watching: asyncio.Task[None] | None = None
         self._call = bind(CALL_TOOL, channel)
@@ -217,6 +221,21 @@ class RemoteToolServerHandle(RemoteHandleBase, ChannelOwner):
         except grpc.aio.AioRpcError as rpc_error:
             raise_failure(rpc_error)
         return response.output
+
+    async def search_tools(
+        self, query: str, *, limit: int = 10, form: DefinitionFormat | None = None
+    ) -> FoundTools:
+        """The tools the server's ``SearchTools`` ranks best for ``query`` (a few words: "delete
+        a key"), at most ``limit`` (1-100), best first; with ``form``, also as that provider's
+        ``tools`` JSON. Only the tools this handle's token may use are found. A bad query or
+        limit raises ``RemoteServiceError`` (INVALID_REQUEST) naming it."""
+        try:
+            response = await self._search(
+                search_request(query, limit, form), timeout=self._call_timeout
+            )
+        except grpc.aio.AioRpcError as rpc_error:
+            raise_failure(rpc_error)
+        return found_tools(response, form)
 
     async def call_tools(self, calls: Sequence[ToolCall]) -> Completed | RemotePaused:
         """Run a batch on the server (CallTools), as ``Worker.call_tools`` runs one: the

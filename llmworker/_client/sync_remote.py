@@ -9,14 +9,23 @@ from typing import Self, final
 
 import grpc
 
+from .._formats.definition_formats import DefinitionFormat
 from .._model.errors import RemoteServiceError
 from .._model.tool_meta import ToolMeta
 from .._runtime.streaming import StreamEvent
 from .._wire.caller_token import bearer_metadata
-from .._wire.stubs import CALL_TOOL, CALL_TOOL_STREAM, LIST_DEFINITIONS_SORTED, bind, raise_failure
+from .._wire.stubs import (
+    CALL_TOOL,
+    CALL_TOOL_STREAM,
+    LIST_DEFINITIONS_SORTED,
+    SEARCH_TOOLS,
+    bind,
+    raise_failure,
+)
 from .._wire.tls import ClientTls, sync_channel, with_tls_hint
 from ..v1 import tool_service_pb2 as pb
 from .base import DefinitionsCache, RemoteHandleBase, stream_request
+from .found_tools import FoundTools, found_tools, search_request
 from .stream import read_events_blocking
 
 __all__ = ["SyncRemoteToolServerHandle"]
@@ -47,6 +56,7 @@ class SyncRemoteToolServerHandle(RemoteHandleBase):
         self._call_timeout = call_timeout
         self._cache = DefinitionsCache()
         self._list = bind(LIST_DEFINITIONS_SORTED, self._channel)
+        self._search = bind(SEARCH_TOOLS, self._channel)
         self._call = bind(CALL_TOOL, self._channel)
         self._stream = bind(CALL_TOOL_STREAM, self._channel)
         try:
@@ -83,6 +93,20 @@ class SyncRemoteToolServerHandle(RemoteHandleBase):
         except grpc.RpcError as rpc_error:
             raise_failure(rpc_error)
         return response.output
+
+    def search_tools(
+        self, query: str, *, limit: int = 10, form: DefinitionFormat | None = None
+    ) -> FoundTools:
+        """As ``RemoteToolServerHandle.search_tools``, blocking."""
+        try:
+            response = self._search(
+                search_request(query, limit, form),
+                timeout=self._call_timeout,
+                metadata=self._metadata,
+            )
+        except grpc.RpcError as rpc_error:
+            raise_failure(rpc_error)
+        return found_tools(response, form)
 
     def stream_tool(
         self,

@@ -29,6 +29,7 @@ __all__ = [
     "LOCK_REGISTRY",
     "REGISTER_TOOL",
     "RESUME_BATCH",
+    "SEARCH_TOOLS",
     "UNREGISTER_TOOL",
     "WATCH_DEFINITIONS",
     "ServerStream",
@@ -77,6 +78,9 @@ LIST_DEFINITIONS_SORTED: Final = Unary(
     _TOOL_SERVICE + "ListDefinitionsSorted",
     pb.ListDefinitionsSortedRequest,
     pb.ListDefinitionsSortedResponse,
+)
+SEARCH_TOOLS: Final = Unary(
+    _TOOL_SERVICE + "SearchTools", pb.SearchToolsRequest, pb.SearchToolsResponse
 )
 WATCH_DEFINITIONS: Final = ServerStream(
     _TOOL_SERVICE + "WatchDefinitions",

@@ -4,6 +4,7 @@ field named; the index following registrations, replacements and removals."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 from collections.abc import AsyncGenerator
@@ -14,7 +15,18 @@ import grpc
 import grpc.aio
 import pytest
 
-from llmworker import Tool, ToolDefinition, Worker, tool, tool_definitions, tool_registry
+from llmworker import (
+    DefinitionFormat,
+    RemoteServiceError,
+    RemoteToolServerHandle,
+    SyncRemoteToolServerHandle,
+    Tool,
+    ToolDefinition,
+    Worker,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
@@ -163,3 +175,33 @@ async def test_the_index_follows_registrations_replacements_and_removals(tmp_pat
         assert await names(stub, "tide harbour") == ["forecast"]
         served.app.registry.unregister("forecast")
         assert await names(stub, "tide harbour") == []
+
+
+async def test_the_python_clients_search_too(tmp_path: Path) -> None:
+    async with demo(auth_tokens=standard_tokens(tmp_path / "tokens.json")) as (served, _):
+        handle = await RemoteToolServerHandle.connect(served.target, token=AGENT, watch=False)
+        async with handle:
+            found = await handle.search_tools("delete a key", limit=3)
+            assert found.names[0] == "kv_delete"
+            assert all(name == "echo" or name.startswith("kv_") for name in found.names)
+            assert list(found.scores) == sorted(found.scores, reverse=True)
+            assert found.formatted is None
+            formatted = await handle.search_tools("calc", form=DefinitionFormat.ANTHROPIC)
+            assert formatted.names == ()  # calculate is out of the agent's scope
+            with pytest.raises(RemoteServiceError) as raised:
+                await handle.search_tools("", limit=3)
+            assert raised.value.reason == "INVALID_REQUEST"
+            assert "query" in raised.value.message
+        ops = await RemoteToolServerHandle.connect(served.target, token=OPS, watch=False)
+        async with ops:
+            anthropic = await ops.search_tools("calc", limit=1, form=DefinitionFormat.ANTHROPIC)
+            assert anthropic.formatted is not None
+            assert [entry["name"] for entry in json.loads(anthropic.formatted.json)] == [
+                "calculate"
+            ]
+
+        def blocking() -> tuple[str, ...]:
+            with SyncRemoteToolServerHandle(served.target, token=AGENT) as sync_handle:
+                return sync_handle.search_tools("list all keys", limit=1).names
+
+        assert await asyncio.to_thread(blocking) == ("kv_list",)
