@@ -68,7 +68,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers|durable [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers|durable|search|imported [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -194,8 +194,13 @@ func main() {
 		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools")
 		_ = flags.Parse(os.Args[2:])
 		err = runSearch(*target)
+	case "imported":
+		flags := flag.NewFlagSet("imported", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of a server importing tests/mcp_import's fixture MCP server as sdk")
+		_ = flags.Parse(os.Args[2:])
+		err = runImported(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers, durable or search", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers, durable, search or imported", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)
