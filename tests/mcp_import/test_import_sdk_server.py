@@ -13,7 +13,9 @@ from pathlib import Path
 
 import grpc
 import grpc.aio
+import mcp_types as types
 import pytest
+from mcp import Client
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -318,3 +320,38 @@ async def test_the_trace_context_reaches_the_mcp_server(tmp_path: Path) -> None:
     assert hop.parent is not None
     assert server_span.context is not None
     assert hop.parent.span_id == server_span.context.span_id
+
+
+async def test_mcp_clients_of_the_front_call_imported_tools_and_hear_changes(
+    tmp_path: Path,
+) -> None:
+    settings = sdk_stdio("sdk", tmp_path / "events.jsonl")
+    changed = asyncio.Event()
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with serve(
+        None, worker=Worker(), mcp_servers=(settings,), mcp_address="127.0.0.1:0"
+    ) as served:
+        url = f"http://127.0.0.1:{served.app.mcp_port}/mcp"
+        async with Client(url, mode="legacy", message_handler=on_message, cache=None) as client:
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"sdk__weather", "sdk__slow"} <= listed
+            steps: list[float] = []
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                steps.append(progress)
+
+            result = await client.call_tool(
+                "sdk__slow", {"steps": 3, "delay": 0.05}, progress_callback=on_progress
+            )
+            assert result.content[0] == types.TextContent(type="text", text="done after 3 steps")
+            assert steps
+            await client.call_tool("sdk__add_tool", {"name": "later"})
+            await asyncio.wait_for(changed.wait(), 10.0)
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            assert "sdk__later" in listed

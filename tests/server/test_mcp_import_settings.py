@@ -70,9 +70,12 @@ def test_the_mcp_servers_file(tmp_path: Path) -> None:
         )
     )
     files, web = load_servers_file(path)
-    assert files.command == ("npx", "-y", "server") and files.env == {"A": "1"}
-    assert web.token_file == token and web.include == ("search_*",)
-    assert web.exclude == ("search_admin",) and web.tool_prefix == ""
+    assert files.command == ("npx", "-y", "server")
+    assert files.env == {"A": "1"}
+    assert web.token_file == token
+    assert web.include == ("search_*",)
+    assert web.exclude == ("search_admin",)
+    assert web.tool_prefix == ""
 
 
 @pytest.mark.parametrize(
@@ -120,11 +123,15 @@ def test_names_that_fit_are_kept_and_others_mapped_the_same_way_every_time() -> 
     assert registry_name("", "__", "read_file") == "read_file"
     assert registry_name("fs", "-", "read") == "fs-read"
     dotted = registry_name("fs", "__", "files.read")
-    assert _VALID.fullmatch(dotted) and dotted.startswith("fs__files_read-")
+    assert _VALID.fullmatch(dotted)
+    assert dotted.startswith("fs__files_read-")
     assert dotted == registry_name("fs", "__", "files.read")
+    assert registry_name("files", "__", "docs.read") == "files__docs_read-72d187c9"  # the docs'
+
     assert dotted != registry_name("fs", "__", "files_read")  # no two names map to one
     long = registry_name("everything", "__", "x" * 80)
-    assert _VALID.fullmatch(long) and len(long) == 64
+    assert _VALID.fullmatch(long)
+    assert len(long) == 64
     assert long != registry_name("everything", "__", "x" * 81)
 
 
@@ -140,7 +147,8 @@ def test_a_tool_keeps_its_title_schemas_and_hints() -> None:
     meta = imported_meta(tool, "w__weather", requires_approval=True)
     assert (meta.name, meta.title, meta.description) == ("w__weather", "Weather", "Current weather")
     assert meta.input_schema["properties"] == {"city": {"type": "string"}}
-    assert meta.output_schema is not None and meta.requires_approval
+    assert meta.output_schema is not None
+    assert meta.requires_approval
     assert (meta.annotations.read_only, meta.annotations.open_world) == (True, False)
     huge = types.Tool(name="huge", description="x" * 20_000, input_schema={"type": "object"})
     with pytest.raises(ValueError, match="description"):
@@ -156,7 +164,8 @@ def test_results_become_text_structured_output_attachments_or_a_failure() -> Non
     assert structured == ToolOutput('{"celsius": 21.5}', {"celsius": 21.5})
     image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
     with_image = output_of(types.CallToolResult(content=[text, image]), "s")
-    assert isinstance(with_image, ToolOutput) and with_image.attachments[0].mime_type == "image/png"
+    assert isinstance(with_image, ToolOutput)
+    assert with_image.attachments[0].mime_type == "image/png"
     with pytest.raises(ToolError.ExecutionFailed, match="disk full"):
         output_of(
             types.CallToolResult(

@@ -88,15 +88,15 @@ async def test_search_tools_shows_a_caller_only_the_tools_it_may_use(tmp_path: P
 
 
 async def test_search_tools_over_mcp_is_scoped_the_same_way(tmp_path: Path) -> None:
-    async with serve(
-        None, worker=demo_worker(), search_tool=True, mcp_address="127.0.0.1:0"
-    ) as served:
-        async with Client(f"http://127.0.0.1:{served.app.mcp_port}/mcp", mode="legacy") as client:
-            listed = {tool.name for tool in (await client.list_tools()).tools}
-            assert "search_tools" in listed
-            result = await client.call_tool("search_tools", {"query": "what time is it"})
-            assert result.structured_content is not None
-            assert result.structured_content["tools"][0]["name"] == "now"
+    async with (
+        serve(None, worker=demo_worker(), search_tool=True, mcp_address="127.0.0.1:0") as served,
+        Client(f"http://127.0.0.1:{served.app.mcp_port}/mcp", mode="legacy") as client,
+    ):
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        assert "search_tools" in listed
+        result = await client.call_tool("search_tools", {"query": "what time is it"})
+        assert result.structured_content is not None
+        assert result.structured_content["tools"][0]["name"] == "now"
 
 
 async def test_anthropic_listings_defer_every_tool_outside_the_core_set() -> None:

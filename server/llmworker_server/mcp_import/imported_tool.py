@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, cast
 
 import grpc
 import mcp_types as types
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -61,23 +62,23 @@ class ImportedTool:
         if context.metadata:
             meta[METADATA_META] = dict(context.metadata)
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             with contextlib.suppress(ValueError):  # a server's nonsense is not the caller's
-                context.report_progress(done, total, message or "")
+                context.report_progress(progress, total, message or "")
 
         client = self._link.client()
         if self._span is None:
-            return await self._call(client, arguments, meta, progress, context.time_remaining())
+            return await self._call(client, arguments, meta, on_progress, context.time_remaining())
         with self._span(f"tools/call {self._remote_name}") as carrier:
             meta.update(carrier)
-            return await self._call(client, arguments, meta, progress, context.time_remaining())
+            return await self._call(client, arguments, meta, on_progress, context.time_remaining())
 
     async def _call(
         self,
         client: Client,
         arguments: dict[str, object],
         meta: dict[str, object],
-        progress: Callable[[float, float | None, str | None], object],
+        on_progress: ProgressFnT,
         seconds: float | None,
     ) -> str | ToolOutput:
         server = self._link.name
@@ -86,7 +87,7 @@ class ImportedTool:
                 self._remote_name,
                 arguments,
                 read_timeout_seconds=seconds,
-                progress_callback=progress,  # type: ignore[arg-type]
+                progress_callback=on_progress,
                 meta=cast("types.RequestParamsMeta", meta),
             )
         except MCPError as error:
