@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -355,3 +356,20 @@ async def test_mcp_clients_of_the_front_call_imported_tools_and_hear_changes(
             await asyncio.wait_for(changed.wait(), 10.0)
             listed = {tool.name for tool in (await client.list_tools()).tools}
             assert "sdk__later" in listed
+
+
+async def test_a_server_that_stops_answering_leaves_and_returns(tmp_path: Path) -> None:
+    async with sdk_http(free_port(), tmp_path / "events.jsonl") as mcp:
+        assert mcp.process is not None
+        settings = McpServerSettings("web", url=mcp.url)
+        async with serve(
+            None, worker=Worker(), mcp_servers=(settings,), provider_lease=2.0
+        ) as served:
+            handle = served.app.registry.handle
+            assert "web__weather" in handle
+            mcp.process.send_signal(signal.SIGSTOP)  # connections open, no answer ever
+            try:
+                await wait_until(lambda: "web__weather" not in handle, 20.0, "its tools to leave")
+            finally:
+                mcp.process.send_signal(signal.SIGCONT)
+            await wait_until(lambda: "web__weather" in handle, 40.0, "its tools to return")

@@ -79,6 +79,7 @@ class McpServerLink:
         self._wake = asyncio.Event()
         self._tried = asyncio.Event()
         self._expiry: asyncio.TimerHandle | None = None
+        self._answered = 0.0  # time.monotonic() of its last full listing
         self._task: asyncio.Task[None] | None = None
         self._stderr = StderrLog(settings.name) if settings.command else None
 
@@ -219,6 +220,7 @@ class McpServerLink:
     async def _sync(self, client: Client) -> None:
         """List the server's tools and make the registry hold what it offers."""
         offered = await self._offered(client)
+        self._answered = time.monotonic()
         if self._registry.is_locked:
             self._report_locked(offered)
             return
@@ -305,14 +307,15 @@ class McpServerLink:
     def _went_down(self, why: str) -> None:
         self._client = None
         self._down_because = why
-        if self._expiry is None:
-            self._expiry = asyncio.get_running_loop().call_later(self._lease, self._expire)
+        if self._expiry is None:  # a lease from its last answer, as a gRPC provider's
+            left = max(0.0, self._answered + self._lease - time.monotonic())
+            self._expiry = asyncio.get_running_loop().call_later(left, self._expire)
             _log.warning(
                 "MCP server %s (%s) is not answering: %s; %s",
                 self.name,
                 self.settings.describe(),
                 why,
-                f"its tools leave in {self._lease:.3g} s unless it is back"
+                f"its tools leave {self._lease:.3g} s after its last answer unless it is back"
                 if self._registered and not self._registry.is_locked
                 else "retrying with backoff",
             )
