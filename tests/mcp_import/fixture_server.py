@@ -7,7 +7,8 @@ the registry.
     python -m tests.mcp_import.fixture_server http PORT
 
 ``FIXTURE_EVENTS=FILE`` appends a JSON line per event (start, a cancelled call);
-``FIXTURE_TOKEN=TOKEN`` makes the HTTP server refuse requests without that bearer token.
+``FIXTURE_TOKEN=TOKEN`` makes the HTTP server refuse requests without that bearer token, and
+``FIXTURE_TLS_CERT`` / ``FIXTURE_TLS_KEY`` serve it over TLS.
 """
 
 from __future__ import annotations
@@ -133,7 +134,14 @@ def main() -> None:
     token = os.environ.get("FIXTURE_TOKEN")
     if token:
         app = BearerCheck(app, token)
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=int(sys.argv[2]),
+        log_level="warning",
+        ssl_certfile=os.environ.get("FIXTURE_TLS_CERT"),
+        ssl_keyfile=os.environ.get("FIXTURE_TLS_KEY"),
+    )
 
 
 if __name__ == "__main__":

@@ -84,12 +84,20 @@ class HttpMcpServer:
         self.kill()
 
 
-def sdk_http(port: int, events: Path, token: str | None = None) -> HttpMcpServer:
+def sdk_http(
+    port: int, events: Path, token: str | None = None, tls: tuple[Path, Path] | None = None
+) -> HttpMcpServer:
+    """The SDK server over Streamable HTTP; ``tls``: its certificate and key files."""
     env = {"FIXTURE_EVENTS": str(events)}
     if token is not None:
         env["FIXTURE_TOKEN"] = token
+    if tls is not None:
+        env["FIXTURE_TLS_CERT"], env["FIXTURE_TLS_KEY"] = str(tls[0]), str(tls[1])
     command = [sys.executable, "-m", "tests.mcp_import.fixture_server", "http", str(port)]
-    return HttpMcpServer(command, port, env)
+    server = HttpMcpServer(command, port, env)
+    if tls is not None:
+        server.url = server.url.replace("http://", "https://")
+    return server
 
 
 def everything_http(port: int) -> HttpMcpServer:

@@ -29,6 +29,7 @@ from llmworker_server import ServerApp, ServerConfig
 from llmworker_server.mcp_import.settings import McpServerSettings
 from tests.grpc_support import Served, failure_of, serve
 from tests.mcp_import.support import free_port, read_events, sdk_http, sdk_stdio, wait_until
+from tests.tls_support import Pki
 
 LONG = "a_tool_with_a_very_long_name_that_goes_past_the_sixty_four_character_limit"
 
@@ -373,3 +374,33 @@ async def test_a_server_that_stops_answering_leaves_and_returns(tmp_path: Path) 
             finally:
                 mcp.process.send_signal(signal.SIGCONT)
             await wait_until(lambda: "web__weather" in handle, 40.0, "its tools to return")
+
+
+async def test_a_server_over_tls_is_trusted_through_its_ca_file(tmp_path: Path) -> None:
+    pki = Pki.create(tmp_path / "pki")
+    tls = (pki.server.cert, pki.server.key)
+    async with sdk_http(free_port(), tmp_path / "events.jsonl", tls=tls) as mcp:
+        assert mcp.url.startswith("https://127.0.0.1:")
+        trusted = McpServerSettings("web", url=mcp.url, ca_file=pki.ca.cert)
+        strange = McpServerSettings("odd", url=mcp.url, ca_file=pki.other_ca.cert)
+        async with serve(None, worker=Worker(), mcp_servers=(trusted, strange)) as served:
+            names = {meta.name for meta in served.app.registry.handle.tool_definitions_sorted()}
+            assert "web__weather" in names
+            assert not any(name.startswith("odd__") for name in names)  # not its CA: refused
+
+
+async def test_a_deadline_ends_the_call_on_the_mcp_server_too(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    async with (
+        serve(None, worker=Worker(), mcp_servers=(sdk_stdio("sdk", events),)) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        request = pb.CallToolRequest(name="sdk__slow", input_json='{"steps": 100, "delay": 0.1}')
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stub_of(channel).CallTool(request, timeout=1.0)
+        assert raised.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        await wait_until(
+            lambda: any(event.get("event") == "cancelled" for event in read_events(events)),
+            10.0,
+            "the MCP server to see the call cancelled",
+        )
