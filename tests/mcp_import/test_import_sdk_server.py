@@ -214,6 +214,7 @@ async def test_a_dead_server_answers_provider_unavailable_on_a_locked_registry(
 async def test_a_bearer_token_and_include_exclude_globs(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token-for-the-mcp-server\n")
+    token_file.chmod(0o600)
     async with sdk_http(
         free_port(), tmp_path / "e", token="s3cret-token-for-the-mcp-server"
     ) as mcp:

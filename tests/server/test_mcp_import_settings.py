@@ -52,6 +52,7 @@ def test_bad_flags_say_what_to_fix(value: str, says: str) -> None:
 def test_the_mcp_servers_file(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("secret-token-value\n")
+    token.chmod(0o600)
     path = tmp_path / "servers.json"
     path.write_text(
         json.dumps(
@@ -99,6 +100,18 @@ def test_a_bad_servers_file_names_the_entry(tmp_path: Path, document: object, sa
     path = tmp_path / "servers.json"
     path.write_text(document if isinstance(document, str) else json.dumps(document))
     with pytest.raises(ConfigError, match=says):
+        load_servers_file(path)
+
+
+def test_a_token_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret-token-value\n")
+    token.chmod(0o644)
+    path = tmp_path / "servers.json"
+    path.write_text(
+        json.dumps({"mcpServers": {"a": {"url": "http://x/mcp", "tokenFile": str(token)}}})
+    )
+    with pytest.raises(ConfigError, match="chmod 600"):
         load_servers_file(path)
 
 

@@ -25,6 +25,7 @@ from typing import Final, cast
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..rpc.token_file import exposed_secret_file
 
 __all__ = [
     "DEFAULT_SEPARATOR",
@@ -173,6 +174,9 @@ def _checked(settings: McpServerSettings, where: str) -> McpServerSettings:
     for path in (settings.token_file, settings.ca_file):
         if path is not None and not path.is_file():
             raise ConfigError(f"{where}: {path} is not a readable file")
+    exposed = None if settings.token_file is None else exposed_secret_file(settings.token_file)
+    if exposed is not None:
+        raise ConfigError(f"{where}: tokenFile {exposed}")
     return settings
 
 
