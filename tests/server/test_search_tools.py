@@ -22,6 +22,8 @@ from llmworker import (
     SyncRemoteToolServerHandle,
     Tool,
     ToolDefinition,
+    ToolFactory,
+    ToolMeta,
     Worker,
     tool,
     tool_definitions,
@@ -205,3 +207,31 @@ async def test_the_python_clients_search_too(tmp_path: Path) -> None:
                 return sync_handle.search_tools("list all keys", limit=1).names
 
         assert await asyncio.to_thread(blocking) == ("kv_list",)
+
+
+_LONG = (
+    "Looks up places and cities, their streets, parks and museums, opening hours, the weather "
+    "now and then, a report of the traffic, and much more about every place one may visit"
+)
+
+
+class _Plain:
+    async def execute(self, input_json: str) -> str:
+        return input_json
+
+
+async def test_tools_with_every_word_come_first_when_there_are_enough() -> None:
+    worker = Worker()
+    both = [ToolFactory(ToolMeta(f"tool_{i}", _LONG, {}), _Plain) for i in range(12)]
+    alone = ToolFactory(ToolMeta("weather", "Weather", {}), _Plain)  # BM25's best for "weather"
+    worker.register_tools([*both, alone])
+    async with (
+        serve(None, worker=worker) as served,
+        grpc.aio.insecure_channel(served.target) as channel,
+    ):
+        stub = Stub(channel)
+        ten = await names(stub, "weather report", limit=10)
+        assert len(ten) == 10
+        assert all(name.startswith("tool_") for name in ten)
+        # fewer than asked have both words: every tool with either word, by BM25 alone
+        assert (await names(stub, "weather report", limit=20))[0] == "weather"

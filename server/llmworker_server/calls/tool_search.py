@@ -120,9 +120,22 @@ class ToolSearch:
     def _ranked(
         self, words: list[str], scope: Scope | None, limit: int
     ) -> Iterator[tuple[ToolMeta, float]]:
-        """The best ``limit`` tools ``scope`` allows for ``words``, with their scores."""
+        """The best ``limit`` tools ``scope`` allows for ``words``, with their scores: those
+        with every word when there are ``limit`` of them (ranking only those is far cheaper
+        when many tools share a word), else those with any word."""
         self._follow_registry()
-        match = " OR ".join(f'"{word}"*' for word in words)  # \w+ words: no quote inside
+        terms = [f'"{word}"*' for word in words]  # \w+ words: no quote inside
+        if len(terms) > 1:
+            every = list(self._matches(" AND ".join(terms), scope, limit))
+            if len(every) == limit:
+                yield from every
+                return
+        yield from self._matches(" OR ".join(terms), scope, limit)
+
+    def _matches(
+        self, match: str, scope: Scope | None, limit: int
+    ) -> Iterator[tuple[ToolMeta, float]]:
+        """The best ``limit`` tools ``scope`` allows among those ``match`` finds."""
         found, window, offset = 0, limit if scope is None else max(limit * 20, 200), 0
         while True:  # a scope may hide hits: read on down the ranking, all of it at worst
             rows = self._db.execute(_RANKED, (match, window, offset)).fetchall()
