@@ -64,6 +64,7 @@ async def test_server_everything_over_stdio() -> None:
         handle = served.app.registry.handle
         names = {meta.name for meta in handle.tool_definitions_sorted()}
         assert {"everything__echo", "everything__get-sum", "everything__get-tiny-image"} <= names
+        assert "everything__simulate-research-query" not in names  # it runs only as a task
         found = handle.get_tool("everything__get-structured-content")
         assert found is not None
         meta = found[0]

@@ -163,6 +163,13 @@ def test_a_tool_keeps_its_title_schemas_and_hints() -> None:
     assert meta.output_schema is not None
     assert meta.requires_approval
     assert (meta.annotations.read_only, meta.annotations.open_world) == (True, False)
+    tasks_only = types.Tool(
+        name="research",
+        input_schema={"type": "object"},
+        execution=types.ToolExecution(task_support="required"),
+    )
+    with pytest.raises(ValueError, match="MCP task"):
+        imported_meta(tasks_only, "research", requires_approval=False)
     huge = types.Tool(name="huge", description="x" * 20_000, input_schema={"type": "object"})
     with pytest.raises(ValueError, match="description"):
         imported_meta(huge, "huge", requires_approval=False)

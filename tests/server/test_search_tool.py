@@ -11,7 +11,7 @@ import grpc.aio
 import pytest
 from mcp import Client
 
-from llmworker import Worker, tool_definitions
+from llmworker import Mutable, Worker, tool_definitions
 from llmworker.v1 import tool_service_pb2 as pb
 from llmworker.v1 import tool_service_pb2_grpc
 from llmworker_server.demo_tools import DemoTools
@@ -21,7 +21,7 @@ from tests.server.test_auth import AGENT, bearer, write_tokens
 Stub = tool_service_pb2_grpc.ToolServiceStub
 
 
-def demo_worker() -> Worker:  # type: ignore[type-arg]
+def demo_worker() -> Worker[Mutable]:
     worker = Worker()
     worker.register_tools(tool_definitions(DemoTools()))
     return worker

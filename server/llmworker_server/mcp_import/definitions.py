@@ -33,6 +33,8 @@ _MAX_SCHEMA_BYTES: Final = 128 * 1024
 def imported_meta(tool: types.Tool, name: str, requires_approval: bool) -> ToolMeta:
     """``tool`` registered as ``name``: title, description, schemas and hints kept.
     ``ValueError`` says why it cannot be (the same limits as RegisterTool)."""
+    if tool.execution is not None and tool.execution.task_support == "required":
+        raise ValueError("it runs only as an MCP task, which llmworker does not forward")
     description = tool.description or ""
     if len(description) > _MAX_DESCRIPTION_CHARS:
         raise ValueError(
