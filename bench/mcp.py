@@ -238,6 +238,14 @@ def markdown(report: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def save_report(report: dict[str, object], stem: str, out: Path | None) -> Path:
+    """Write ``report`` to ``out`` (default bench/results/STEM-DATE.json); its path."""
+    out = out or REPO / "bench" / "results" / f"{stem}-{report['date']}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="MCP echo: llmworker, the SDK's server, gRPC")
     parser.add_argument("--smoke", action="store_true", help="tiny counts: proves the harness")
@@ -248,9 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds, clients, seconds = (1, 2, 0.5) if args.smoke else (5, 16, 4.0)
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as logs:
         report = asyncio.run(measure(rounds, clients, seconds, Path(logs)))
-    out = args.out or REPO / "bench" / "results" / f"mcp-{report['date']}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = save_report(report, "mcp", args.out)
     print(markdown(report))
     print(f"MCP/SDK throughput {report['mcp_over_sdk_throughput']}x; "
           f"MCP/gRPC {report['mcp_over_grpc_throughput']}x")  # fmt: skip

@@ -35,13 +35,13 @@ from mcp import Client
 
 from bench.mcp import (
     CALL_TIMEOUT_S,
-    REPO,
     TEXT,
     free_port,
     grpc_target_of,
     load,
     measured,
     median_of,
+    save_report,
     start,
     wait_http,
 )
@@ -167,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds, seconds = (1, 0.5) if args.smoke else (5, 4.0)
     with tempfile.TemporaryDirectory(prefix="bench-mcp-hop-") as logs:
         report = asyncio.run(measure(rounds, seconds, Path(logs)))
-    out = args.out or REPO / "bench" / "results" / f"mcp-hop-{report['date']}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    out = save_report(report, "mcp-hop", args.out)
     print(markdown(report))
     print(f"a hop adds {report['added_p50_ms_1_caller']} ms at p50 with one caller; with 16, "
           f"{report['hop_over_direct_throughput_16']}x the direct throughput")  # fmt: skip
