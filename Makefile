@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck imports docs proto-check buf-lint interop $(GHZ) unit mcp-conformance
+test: lint typecheck imports docs proto-check buf-lint interop sdk-go $(GHZ) unit mcp-conformance
 
 # The official MCP conformance suite's server scenarios against the MCP front, revisions
 # 2025-11-25 and 2026-07-28, with tests/conformance/expected-failures.yml as the baseline.
@@ -76,6 +76,19 @@ $(INTEROP_NODE): tests/interop/node/package.json tests/interop/node/package-lock
 	cd tests/interop/node && npm ci --no-audit --no-fund --loglevel=error
 
 interop: $(INTEROP_GO) $(INTEROP_NODE) $(INTEROP_GEN_TS)
+
+# The Go SDK (sdk/go): its generated package must be what proto/ gives now (a wire change
+# without `make sdk-go-gen` fails here), then go vet, and its tests with the race detector
+# against the demo server (started by the tests with this venv's Python).
+sdk-go: $(STAMP) $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	rm -rf build/sdk-go-check && mkdir -p build/sdk-go-check
+	sed 's|out: sdk/go/llmworkerv1|out: build/sdk-go-check|' buf.gen.sdk-go.yaml > build/sdk-go-check.yaml
+	$(BUF) generate --template build/sdk-go-check.yaml
+	diff -r build/sdk-go-check sdk/go/llmworkerv1 || { echo "sdk/go/llmworkerv1 is stale: run make sdk-go-gen"; exit 1; }
+	cd sdk/go && go vet ./... && test -z "$$(gofmt -l .)" && go test -race -count=1 ./...
+
+sdk-go-gen: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	$(BUF) generate --template buf.gen.sdk-go.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
