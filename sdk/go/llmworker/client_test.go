@@ -3,9 +3,17 @@ package llmworker_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,30 +29,72 @@ import (
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
-// target is the address of the server TestMain starts: llmworker's demo server, run by the
-// repository's Python ($LLMWORKER_PYTHON, default the .venv make builds).
-var target string
+// target is the address of the demo server TestMain starts, and secure that of one serving
+// TLS (certificates made by the test, under caFile) to callers with token only. Both are
+// llmworker's demo server run by the repository's Python ($LLMWORKER_PYTHON, default the
+// .venv make builds).
+var target, secure, caFile string
+
+const token = "go-sdk-test-token-0123456789"
 
 func TestMain(m *testing.M) {
+	directory, err := os.MkdirTemp("", "llmworker-go-sdk-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(directory)
+	plain, err := startServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer plain.stop()
+	target = plain.address
+	tlsArgs, err := secureFiles(directory)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	guarded, err := startServer(tlsArgs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer guarded.stop()
+	secure = guarded.address
+	code := m.Run()
+	plain.stop()
+	guarded.stop()
+	os.RemoveAll(directory)
+	os.Exit(code)
+}
+
+type server struct {
+	command *exec.Cmd
+	address string
+}
+
+// startServer runs the demo server with arguments, once it says where it serves.
+func startServer(arguments ...string) (*server, error) {
 	python := os.Getenv("LLMWORKER_PYTHON")
 	if python == "" {
 		python, _ = filepath.Abs("../../../.venv/bin/python")
 	}
-	server := exec.Command(python, "-m", "llmworker_server", "--demo", "--no-internal", "--port", "0",
-		"--state", "memory")
-	server.Dir = "../../.."
-	log, err := server.StderrPipe()
+	command := exec.Command(python, append([]string{"-m", "llmworker_server", "--demo",
+		"--no-internal", "--port", "0", "--state", "memory"}, arguments...)...)
+	command.Dir = "../../.."
+	log, err := command.StderrPipe()
 	if err == nil {
-		err = server.Start()
+		err = command.Start()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the llmworker server (run make first):", err)
-		os.Exit(1)
+		return nil, fmt.Errorf("start the llmworker server (run make first): %w", err)
 	}
 	lines := bufio.NewScanner(log)
+	started := &server{command: command}
 	for lines.Scan() {
 		if _, address, found := strings.Cut(lines.Text(), " tools on "); found {
-			target, _, _ = strings.Cut(address, " ")
+			started.address, _, _ = strings.Cut(address, " ")
 			break
 		}
 	}
@@ -52,15 +102,66 @@ func TestMain(m *testing.M) {
 		for lines.Scan() { // keep draining the log: a full pipe would block the server
 		}
 	}()
-	code := 1
-	if target != "" {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, "the llmworker server did not say where it serves")
+	if started.address == "" {
+		started.stop()
+		return nil, fmt.Errorf("the llmworker server did not say where it serves")
 	}
-	_ = server.Process.Signal(os.Interrupt)
-	_ = server.Wait()
-	os.Exit(code)
+	return started, nil
+}
+
+func (s *server) stop() {
+	if s.command.ProcessState == nil {
+		_ = s.command.Process.Signal(os.Interrupt)
+		_ = s.command.Wait()
+	}
+}
+
+// secureFiles writes a CA, a certificate for 127.0.0.1 it signs and a caller-token file
+// allowing token the echo tool only; the server flags that use them.
+func secureFiles(directory string) ([]string, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "go sdk test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serverTemplate := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	serverDER, err := x509.CreateCertificate(rand.Reader, serverTemplate, caTemplate, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	caFile = filepath.Join(directory, "ca.pem")
+	files := map[string][]byte{
+		caFile:                                 pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		filepath.Join(directory, "server.pem"): pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: serverDER}),
+		filepath.Join(directory, "server.key"): pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		filepath.Join(directory, "tokens.json"): []byte(`{"tokens": [{"token": "` + token +
+			`", "tools": ["echo"], "label": "go-sdk"}]}`),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"--tls-cert", filepath.Join(directory, "server.pem"),
+		"--tls-key", filepath.Join(directory, "server.key"),
+		"--auth-tokens", filepath.Join(directory, "tokens.json")}, nil
 }
 
 func dial(t *testing.T) *llmworker.Client {
@@ -214,5 +315,50 @@ func TestListingsSearchAndWatch(t *testing.T) {
 			t.Fatalf("watch: %v %v", watched, err)
 		}
 		break // the first is the set now; stopping the loop ends the watch
+	}
+}
+
+func TestTLSAndTokens(t *testing.T) {
+	ctx := timeout(t)
+	client, err := llmworker.Dial(secure, llmworker.WithRootCA(caFile), llmworker.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if result, err := client.CallTool(ctx, "echo", map[string]any{"text": "tls"}); err != nil || result.Output != "tls" {
+		t.Fatalf("echo over TLS with a token: %v %v", result, err)
+	}
+	_, err = client.CallTool(ctx, "calculate", map[string]any{"expression": "1"})
+	if !errors.As(err, &llmworker.ToolForbidden{}) {
+		t.Fatalf("a tool outside the token's scope: %#v", err)
+	}
+	for event, err := range client.CallToolStream(ctx, "echo", map[string]any{"text": "s"}) {
+		if err != nil || (event.Result != nil && event.Result.Output != "s") {
+			t.Fatalf("a stream with the token: %v %v", event, err)
+		}
+	}
+	anonymous, err := llmworker.Dial(secure, llmworker.WithRootCA(caFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anonymous.Close()
+	if _, err = anonymous.CallTool(ctx, "echo", map[string]any{"text": "x"}); !errors.As(err, &llmworker.Unauthenticated{}) {
+		t.Fatalf("no token: %#v", err)
+	}
+	plaintext, err := llmworker.Dial(secure, llmworker.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plaintext.Close()
+	_, err = plaintext.CallTool(ctx, "echo", map[string]any{"text": "x"})
+	var failure *llmworker.Failure
+	if !errors.As(err, &failure) || failure.Reason != "" || failure.Code != codes.Unavailable {
+		t.Fatalf("plaintext to a TLS server: %#v", err)
+	}
+	if _, err := llmworker.Dial(secure, llmworker.WithToken("two\nlines")); err == nil {
+		t.Fatal("a token with a line break was taken")
+	}
+	if _, err := llmworker.Dial(secure, llmworker.WithRootCA("/nonexistent.pem")); err == nil {
+		t.Fatal("a missing CA file was taken")
 	}
 }
