@@ -1,7 +1,6 @@
 package llmworker_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,7 +14,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/llmworker/llmworker/sdk/go/internal/testserver"
 	"github.com/llmworker/llmworker/sdk/go/llmworker"
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
@@ -43,77 +42,30 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	defer os.RemoveAll(directory)
-	plain, err := startServer()
+	plain, err := testserver.Start([]string{"--no-internal"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer plain.stop()
-	target = plain.address
+	defer plain.Stop()
+	target = plain.Address
 	tlsArgs, err := secureFiles(directory)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	guarded, err := startServer(tlsArgs...)
+	guarded, err := testserver.Start(append([]string{"--no-internal"}, tlsArgs...))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer guarded.stop()
-	secure = guarded.address
+	defer guarded.Stop()
+	secure = guarded.Address
 	code := m.Run()
-	plain.stop()
-	guarded.stop()
+	plain.Stop()
+	guarded.Stop()
 	os.RemoveAll(directory)
 	os.Exit(code)
-}
-
-type server struct {
-	command *exec.Cmd
-	address string
-}
-
-// startServer runs the demo server with arguments, once it says where it serves.
-func startServer(arguments ...string) (*server, error) {
-	python := os.Getenv("LLMWORKER_PYTHON")
-	if python == "" {
-		python, _ = filepath.Abs("../../../.venv/bin/python")
-	}
-	command := exec.Command(python, append([]string{"-m", "llmworker_server", "--demo",
-		"--no-internal", "--port", "0", "--state", "memory"}, arguments...)...)
-	command.Dir = "../../.."
-	log, err := command.StderrPipe()
-	if err == nil {
-		err = command.Start()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("start the llmworker server (run make first): %w", err)
-	}
-	lines := bufio.NewScanner(log)
-	started := &server{command: command}
-	for lines.Scan() {
-		if _, address, found := strings.Cut(lines.Text(), " tools on "); found {
-			started.address, _, _ = strings.Cut(address, " ")
-			break
-		}
-	}
-	go func() {
-		for lines.Scan() { // keep draining the log: a full pipe would block the server
-		}
-	}()
-	if started.address == "" {
-		started.stop()
-		return nil, fmt.Errorf("the llmworker server did not say where it serves")
-	}
-	return started, nil
-}
-
-func (s *server) stop() {
-	if s.command.ProcessState == nil {
-		_ = s.command.Process.Signal(os.Interrupt)
-		_ = s.command.Wait()
-	}
 }
 
 // secureFiles writes a CA, a certificate for 127.0.0.1 it signs and a caller-token file

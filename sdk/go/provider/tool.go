@@ -1,0 +1,166 @@
+// Package provider serves tools written in Go to llmworker registries: define each tool as a
+// function of a typed argument struct (its JSON Schema comes from the struct and its tags),
+// serve them, and register them with one or many registries, which call them over gRPC.
+//
+//	type Reverse struct {
+//		Text string `json:"text" jsonschema:"description=the text to reverse"`
+//	}
+//	tools, err := provider.New(provider.Tool("reverse", "Reverse a text",
+//		func(ctx context.Context, in Reverse) (string, error) { return reversed(in.Text), nil }))
+//	…
+//	go tools.Serve(listener)
+//	tools.Register(ctx, "unix:///run/llmworker.sock", provider.WithToken(token))
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
+)
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Definition is one tool: what the registry is told (its ToolDefinition) and how to run it.
+type Definition struct {
+	definition *pb.ToolDefinition
+	run        func(ctx context.Context, input []byte) (*pb.CallToolResponse, error)
+	err        error
+}
+
+// Name is the tool's name.
+func (d Definition) Name() string { return d.definition.GetName() }
+
+// Message is the ToolDefinition the registry is told.
+func (d Definition) Message() *pb.ToolDefinition { return d.definition }
+
+// ToolOption sets more of a tool's definition.
+type ToolOption func(*pb.ToolDefinition)
+
+// Title is a name for people.
+func Title(title string) ToolOption { return func(d *pb.ToolDefinition) { d.Title = title } }
+
+// ReadOnly says the tool changes nothing (a hint; callers may retry it).
+func ReadOnly() ToolOption {
+	return func(d *pb.ToolDefinition) { annotations(d).ReadOnlyHint = ptr(true) }
+}
+
+// Destructive says the tool may destroy or overwrite data (a hint).
+func Destructive() ToolOption {
+	return func(d *pb.ToolDefinition) { annotations(d).DestructiveHint = ptr(true) }
+}
+
+// Idempotent says calling it again with the same input has no further effect (a hint).
+func Idempotent() ToolOption {
+	return func(d *pb.ToolDefinition) { annotations(d).IdempotentHint = ptr(true) }
+}
+
+// RequiresApproval makes a batch pause before the tool runs until a person approves.
+func RequiresApproval() ToolOption {
+	return func(d *pb.ToolDefinition) { d.RequiresApproval = true }
+}
+
+func annotations(d *pb.ToolDefinition) *pb.ToolAnnotations {
+	if d.Annotations == nil {
+		d.Annotations = &pb.ToolAnnotations{}
+	}
+	return d.Annotations
+}
+
+func ptr[T any](value T) *T { return &value }
+
+// Tool defines the tool name: run gets the model's arguments decoded into In (a struct whose
+// fields and `json`/`jsonschema` tags make the input schema; unknown fields are refused).
+// An Out of string is the result's text; any other Out is its structured result (JSON, with
+// an output schema from Out's type), and its text too.
+func Tool[In, Out any](name, description string, run func(context.Context, In) (Out, error), options ...ToolOption) Definition {
+	reflector := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	definition := &pb.ToolDefinition{Name: name, Description: description}
+	input, err := schemaJSON(reflector.Reflect(new(In)))
+	if err != nil {
+		return Definition{err: fmt.Errorf("provider: the input schema of %s: %w", name, err)}
+	}
+	definition.InputSchemaJson = input
+	_, text := any(*new(Out)).(string)
+	if !text {
+		output, err := schemaJSON(reflector.Reflect(new(Out)))
+		if err != nil {
+			return Definition{err: fmt.Errorf("provider: the output schema of %s: %w", name, err)}
+		}
+		definition.OutputSchemaJson = output
+	}
+	for _, option := range options {
+		option(definition)
+	}
+	call := func(ctx context.Context, raw []byte) (*pb.CallToolResponse, error) {
+		var arguments In
+		decoder := json.NewDecoder(strings.NewReader(string(raw)))
+		decoder.DisallowUnknownFields()
+		if err := decoder.Decode(&arguments); err != nil {
+			return nil, toolError(name, InvalidArgument(err.Error()))
+		}
+		out, err := run(ctx, arguments)
+		if err != nil {
+			return nil, toolError(name, err)
+		}
+		if s, ok := any(out).(string); ok {
+			return &pb.CallToolResponse{Output: s}, nil
+		}
+		structured, err := json.Marshal(out)
+		if err != nil {
+			return nil, toolError(name, fmt.Errorf("the result is not JSON: %w", err))
+		}
+		return &pb.CallToolResponse{Output: string(structured), StructuredOutputJson: string(structured)}, nil
+	}
+	if !toolName.MatchString(name) {
+		return Definition{err: fmt.Errorf("provider: tool name %q: use 1-64 of A-Z a-z 0-9 _ -", name)}
+	}
+	return Definition{definition: definition, run: call}
+}
+
+// schemaJSON is schema without the keys that name a dialect or a document ($schema, $id).
+func schemaJSON(schema *jsonschema.Schema) (string, error) {
+	schema.Version, schema.ID = "", ""
+	text, err := json.Marshal(schema)
+	return string(text), err
+}
+
+// invalidArgument is the error of InvalidArgument.
+type invalidArgument struct{ message string }
+
+func (e invalidArgument) Error() string { return e.message }
+
+// InvalidArgument is an error a tool returns when the model's arguments are wrong: the
+// caller gets TOOL_INVALID_ARGUMENT with message, for the model to correct. Any other error
+// is TOOL_EXECUTION_FAILED.
+func InvalidArgument(message string) error { return invalidArgument{message} }
+
+// toolError is err as the status llmworker's servers send for a tool's error, so the
+// registry rebuilds the same failure for its callers.
+func toolError(tool string, err error) error {
+	code, reason, kind := codes.Unknown, "TOOL_EXECUTION_FAILED", "Execution failed"
+	var invalid invalidArgument
+	if errors.As(err, &invalid) {
+		code, reason, kind = codes.InvalidArgument, "TOOL_INVALID_ARGUMENT", "Invalid argument"
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(err).Err()
+	}
+	message := err.Error()
+	st, detailErr := status.New(code, "Tool execution failed: "+kind+": "+message).WithDetails(
+		&errdetails.ErrorInfo{Reason: reason, Domain: "llmworker",
+			Metadata: map[string]string{"tool": tool, "tool_error": message}})
+	if detailErr != nil {
+		return status.Error(codes.Internal, detailErr.Error())
+	}
+	return st.Err()
+}
