@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 INTEROP_GEN_GO := tests/interop/go/gen/llmworker/v1/tool_service.pb.go
 INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen sdk-ts sdk-ts-gen
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck imports docs proto-check buf-lint interop sdk-go $(GHZ) unit mcp-conformance
+test: lint typecheck imports docs proto-check buf-lint interop sdk-go sdk-ts $(GHZ) unit mcp-conformance
 
 # The official MCP conformance suite's server scenarios against the MCP front, revisions
 # 2025-11-25 and 2026-07-28, with tests/conformance/expected-failures.yml as the baseline.
@@ -89,6 +89,23 @@ sdk-go: $(STAMP) $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
 
 sdk-go-gen: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
 	$(BUF) generate --template buf.gen.sdk-go.yaml
+
+# The TypeScript SDK (sdk/typescript): its generated code must be what proto/ gives now,
+# then tsc --strict builds dist/, and its tests run against the demo server (the packed
+# tarball is installed in an empty directory by tests/sdk, in `make unit`).
+SDK_TS_MODULES := sdk/typescript/node_modules/.package-lock.json
+$(SDK_TS_MODULES): sdk/typescript/package.json sdk/typescript/package-lock.json | toolchains
+	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error
+
+sdk-ts: $(STAMP) $(BUF) $(SDK_TS_MODULES)
+	rm -rf build/sdk-ts-check && mkdir -p build/sdk-ts-check
+	sed 's|out: sdk/typescript/src/gen|out: build/sdk-ts-check|' buf.gen.sdk-ts.yaml > build/sdk-ts-check.yaml
+	$(BUF) generate --template build/sdk-ts-check.yaml
+	diff -r build/sdk-ts-check sdk/typescript/src/gen || { echo "sdk/typescript/src/gen is stale: run make sdk-ts-gen"; exit 1; }
+	cd sdk/typescript && rm -rf dist && npx tsc -p tsconfig.json && npm test
+
+sdk-ts-gen: $(BUF) $(SDK_TS_MODULES)
+	$(BUF) generate --template buf.gen.sdk-ts.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
