@@ -1,7 +1,7 @@
 // Failures the server explains: one class per reason of the README's table, built from the
 // status's google.rpc.ErrorInfo; the ConnectError stays reachable as `cause`.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 
 /** The ErrorInfo domain of every status the server sends. */
 export const DOMAIN = "llmworker";
@@ -87,10 +87,24 @@ export const ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
   BATCH_UNRESUMABLE: BatchUnresumable,
 };
 
-interface ErrorInfo {
+export interface ErrorInfo {
   reason: string;
   domain: string;
   metadata: Record<string, string>;
+}
+
+/** The wire bytes of google.rpc.ErrorInfo (its proto is not among this package's). */
+export function encodeErrorInfo(info: ErrorInfo): Uint8Array {
+  const writer = new BinaryWriter();
+  writer.tag(1, WireType.LengthDelimited).string(info.reason);
+  writer.tag(2, WireType.LengthDelimited).string(info.domain);
+  for (const [key, value] of Object.entries(info.metadata)) {
+    writer.tag(3, WireType.LengthDelimited).fork();
+    writer.tag(1, WireType.LengthDelimited).string(key);
+    writer.tag(2, WireType.LengthDelimited).string(value);
+    writer.join();
+  }
+  return writer.finish();
 }
 
 /** google.rpc.ErrorInfo from its wire bytes (reason = 1, domain = 2, metadata = 3). */

@@ -1,0 +1,259 @@
+// Tools written in TypeScript, served to llmworker registries: each tool takes a zod schema
+// (z.toJSONSchema gives its input schema) or a plain JSON Schema, and the provider serves
+// ToolService (GetTool, CallTool, CallToolStream) over gRPC, registers the tools with
+// registries, renews them, and unregisters them when it stops.
+import http2 from "node:http2";
+import net from "node:net";
+
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient as connectClient } from "@connectrpc/connect";
+import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+
+import { type ToolDefinition, ToolDefinitionSchema } from "./gen/llmworker/v1/tool_pb.js";
+import { ToolRegistry } from "./gen/llmworker/v1/tool_registry_pb.js";
+import { type CallToolEvent, type CallToolResponse, ToolService } from "./gen/llmworker/v1/tool_service_pb.js";
+import { DOMAIN, encodeErrorInfo, fromError } from "./errors.js";
+
+/** A zod schema (v4), or anything with the same two methods. */
+export interface SchemaLike<T> {
+  safeParse(input: unknown): { success: true; data: T } | { success: false; error: { message: string } };
+  toJSONSchema(): Record<string, unknown>;
+}
+
+/** What a tool knows of the call it runs. */
+export interface ToolCall {
+  callId: string;
+  metadata: Record<string, string>;
+  signal: AbortSignal;
+  /** Tell a streaming caller how far the call has come (a no-op for one that does not stream). */
+  reportProgress(progress: number, total?: number, message?: string): void;
+}
+
+/** A tool's result: its text, or a structured value (sent as JSON, text too). */
+export type ToolOutput = string | { structured: Record<string, unknown>; text?: string };
+
+export interface ToolSpec<In> {
+  name: string;
+  description: string;
+  /** A zod schema of the arguments, or a plain JSON Schema object (then run gets the parsed
+   * JSON as it came). */
+  input: SchemaLike<In> | Record<string, unknown>;
+  run(input: In, call: ToolCall): Promise<ToolOutput> | ToolOutput;
+  title?: string;
+  readOnly?: boolean;
+  destructive?: boolean;
+  idempotent?: boolean;
+  requiresApproval?: boolean;
+}
+
+/** An error a tool throws when the model's arguments are wrong: the caller gets
+ * TOOL_INVALID_ARGUMENT with its message. Any other error is TOOL_EXECUTION_FAILED. */
+export class InvalidArgument extends Error {}
+
+interface Tool {
+  definition: ToolDefinition;
+  run(inputJson: string, call: ToolCall): Promise<CallToolResponse>;
+}
+
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+function isSchema<In>(input: ToolSpec<In>["input"]): input is SchemaLike<In> {
+  return typeof input.safeParse === "function" && typeof input.toJSONSchema === "function";
+}
+
+/** A tool of a Provider. */
+export function defineTool<In>(spec: ToolSpec<In>): Tool {
+  if (!NAME.test(spec.name)) throw new TypeError(`tool name ${JSON.stringify(spec.name)}: use 1-64 of A-Z a-z 0-9 _ -`);
+  const schema = isSchema(spec.input) ? spec.input.toJSONSchema() : spec.input;
+  delete schema.$schema;
+  const hints = { readOnlyHint: spec.readOnly, destructiveHint: spec.destructive, idempotentHint: spec.idempotent };
+  const definition = create(ToolDefinitionSchema, {
+    name: spec.name,
+    description: spec.description,
+    title: spec.title ?? "",
+    inputSchemaJson: JSON.stringify(schema),
+    requiresApproval: spec.requiresApproval ?? false,
+    annotations: Object.values(hints).some((hint) => hint !== undefined) ? hints : undefined,
+  });
+  return {
+    definition,
+    async run(inputJson, call) {
+      let input: unknown;
+      try {
+        input = JSON.parse(inputJson || "{}");
+      } catch {
+        throw toolError(spec.name, new InvalidArgument("the input is not JSON"));
+      }
+      if (isSchema(spec.input)) {
+        const parsed = spec.input.safeParse(input);
+        if (!parsed.success) throw toolError(spec.name, new InvalidArgument(parsed.error.message));
+        input = parsed.data;
+      }
+      let output: ToolOutput;
+      try {
+        output = await spec.run(input as In, call);
+      } catch (error) {
+        throw toolError(spec.name, error);
+      }
+      if (typeof output === "string") return { $typeName: "llmworker.v1.CallToolResponse", output, structuredOutputJson: "", attachments: [] };
+      const structured = JSON.stringify(output.structured);
+      return { $typeName: "llmworker.v1.CallToolResponse", output: output.text ?? structured, structuredOutputJson: structured, attachments: [] };
+    },
+  };
+}
+
+/** The error llmworker's servers send for a tool's error, so a registry rebuilds the same
+ * failure for its callers (the ErrorInfo detail rides in the status, as Go's provider does). */
+function toolError(tool: string, error: unknown): ConnectError {
+  if (error instanceof ConnectError) return error;
+  const invalid = error instanceof InvalidArgument;
+  const message = error instanceof Error ? error.message : String(error);
+  const code = invalid ? Code.InvalidArgument : Code.Unknown;
+  const kind = invalid ? "Invalid argument" : "Execution failed";
+  const failure = new ConnectError(`Tool execution failed: ${kind}: ${message}`, code);
+  const reason = invalid ? "TOOL_INVALID_ARGUMENT" : "TOOL_EXECUTION_FAILED";
+  const value = encodeErrorInfo({ reason, domain: DOMAIN, metadata: { tool, tool_error: message } });
+  failure.details.push({ type: "google.rpc.ErrorInfo", value });
+  return failure;
+}
+
+
+/** Options of Provider.register. */
+export interface RegisterOptions {
+  /** The registry's token (the server's $LLMWORKER_TOKEN, or a --provider-tokens identity's). */
+  token?: string;
+  /** Register again this often (default 4 s, half the server's default --provider-lease). */
+  renewMs?: number;
+  /** The address the registry calls the tools at (default: where serve listens). */
+  address?: string;
+}
+
+interface Registration {
+  target: string;
+  client: ReturnType<typeof connectClient<typeof ToolRegistry>>;
+  headers: Record<string, string>;
+  address: string;
+  timer: NodeJS.Timeout;
+}
+
+/** Serves tools and keeps them registered with registries. */
+export class Provider {
+  readonly #tools = new Map<string, Tool>();
+  #server: http2.Http2Server | undefined;
+  #address = "";
+  readonly #registrations: Registration[] = [];
+
+  constructor(tools: Tool[]) {
+    for (const tool of tools) {
+      if (this.#tools.has(tool.definition.name)) throw new TypeError(`tool ${tool.definition.name} is defined twice`);
+      this.#tools.set(tool.definition.name, tool);
+    }
+  }
+
+  /** Serve on host:port (port 0: a free one); resolves to the address ("127.0.0.1:PORT"). */
+  async serve(port = 0, host = "127.0.0.1"): Promise<string> {
+    const tools = this.#tools;
+    const find = (name: string): Tool => {
+      const tool = tools.get(name);
+      if (!tool) throw new ConnectError(`Tool '${name}' not found`, Code.NotFound);
+      return tool;
+    };
+    const handler = connectNodeAdapter({
+      routes(router) {
+        router.service(ToolService, {
+          getTool(request) {
+            return { definition: find(request.name).definition };
+          },
+          callTool(request, context) {
+            return find(request.name).run(request.inputJson, callOf(request.callId, request.metadata, context.signal, () => {}));
+          },
+          async *callToolStream(request, context) {
+            const tool = find(request.name);
+            const events: CallToolEvent[] = [];
+            let wake = (): void => {};
+            const report = (progress: number, total?: number, message?: string): void => {
+              events.push({ $typeName: "llmworker.v1.CallToolEvent", event: { case: "progress", value: { $typeName: "llmworker.v1.ToolProgress", progress, total, message: message ?? "" } } });
+              wake();
+            };
+            let finished = false;
+            const running = tool.run(request.inputJson, callOf(request.callId, request.metadata, context.signal, report)).finally(() => {
+              finished = true;
+              wake();
+            });
+            running.catch(() => {}); // awaited below; this keeps it from counting as unhandled
+            while (!finished || events.length > 0) {
+              const next = events.shift();
+              if (next) {
+                yield next;
+              } else {
+                await new Promise<void>((resolve) => (wake = resolve));
+              }
+            }
+            yield { $typeName: "llmworker.v1.CallToolEvent", event: { case: "result", value: await running } };
+          },
+        });
+      },
+    });
+    const server = http2.createServer(handler);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => resolve());
+    });
+    this.#server = server;
+    const bound = server.address() as net.AddressInfo;
+    this.#address = `${host}:${bound.port}`;
+    return this.#address;
+  }
+
+  /** Register every tool with the registry at target ("unix:///run/…sock" or "HOST:PORT")
+   * once, then again every renewal until stop; the first failure throws its typed error. */
+  async register(target: string, options: RegisterOptions = {}): Promise<void> {
+    const address = options.address ?? this.#address;
+    if (!address) throw new Error("nothing to register yet: call serve first, or give address");
+    const socket = target.startsWith("unix:") ? target.replace(/^unix:(\/\/)?/, "") : undefined;
+    const transport = createGrpcTransport({
+      baseUrl: socket ? "http://localhost" : `http://${target}`,
+      nodeOptions: socket ? { createConnection: () => net.connect(socket) } : {},
+    });
+    const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
+    const registration = {
+      target,
+      client: connectClient(ToolRegistry, transport),
+      headers,
+      address,
+    };
+    await this.#registerAll(registration);
+    const timer = setInterval(() => {
+      this.#registerAll(registration).catch((error: unknown) => console.error(`llmworker provider: ${String(error)}; retrying`));
+    }, options.renewMs ?? 4000);
+    timer.unref();
+    this.#registrations.push({ ...registration, timer });
+  }
+
+  async #registerAll(registration: Omit<Registration, "timer">): Promise<void> {
+    for (const tool of this.#tools.values()) {
+      try {
+        await registration.client.registerTool({ definition: tool.definition, providerTarget: registration.address }, { headers: registration.headers, timeoutMs: 10_000 });
+      } catch (error) {
+        throw fromError(error);
+      }
+    }
+  }
+
+  /** Unregister the tools from every registry, then stop serving. */
+  async stop(): Promise<void> {
+    for (const registration of this.#registrations.splice(0)) {
+      clearInterval(registration.timer);
+      for (const name of this.#tools.keys()) {
+        await registration.client.unregisterTool({ name, providerTarget: registration.address }, { headers: registration.headers, timeoutMs: 5000 }).catch(() => {});
+      }
+    }
+    const server = this.#server;
+    this.#server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+function callOf(callId: string, metadata: Record<string, string>, signal: AbortSignal, report: ToolCall["reportProgress"]): ToolCall {
+  return { callId, metadata, signal, reportProgress: report };
+}
