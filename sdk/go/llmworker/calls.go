@@ -197,8 +197,12 @@ func (c *Client) SearchTools(ctx context.Context, query string, limit int) ([]Fo
 		return nil, FromError(err)
 	}
 	found := make([]Found, len(response.GetDefinitions()))
+	scores := response.GetScores()
 	for i, definition := range response.GetDefinitions() {
-		found[i] = Found{definition, response.GetScores()[i]}
+		found[i] = Found{Tool: definition}
+		if i < len(scores) {
+			found[i].Score = scores[i]
+		}
 	}
 	return found, nil
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	_ "google.golang.org/grpc/health" // client-side health checks for WithBalancing
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"

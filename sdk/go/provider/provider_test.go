@@ -179,6 +179,11 @@ func TestBadDefinitionsAndRegistrations(t *testing.T) {
 	})); err == nil {
 		t.Fatal("a name with a space was taken")
 	}
+	if _, err := provider.New(provider.Tool("numbers", "", func(context.Context, struct{}) ([]int, error) {
+		return nil, nil
+	})); err == nil {
+		t.Fatal("a structured result that is no JSON object was taken")
+	}
 	twice := tools()[0]
 	if _, err := provider.New(twice, twice); err == nil {
 		t.Fatal("one name twice was taken")
@@ -203,6 +208,9 @@ func TestBadDefinitionsAndRegistrations(t *testing.T) {
 	err = tools.Register(ctx, registry, provider.WithToken(token))
 	if !errors.As(err, &llmworker.DuplicateName{}) {
 		t.Fatalf("a name the server has: %#v", err)
+	}
+	if err := tools.Register(ctx, registry, provider.WithToken(token), provider.WithRenewEvery(0)); err == nil {
+		t.Fatal("a renewal every 0 s was taken")
 	}
 	err = tools.Register(ctx, registry, provider.WithToken("wrong-token-0123456789"))
 	if !errors.As(err, &llmworker.Unauthenticated{}) {

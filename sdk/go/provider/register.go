@@ -70,6 +70,9 @@ func (p *Provider) Register(ctx context.Context, target string, options ...Regis
 	if settings.address == "" {
 		return fmt.Errorf("provider: nothing to register yet: call Serve first, or give WithAddress")
 	}
+	if settings.renew <= 0 {
+		return fmt.Errorf("provider: WithRenewEvery(%v): renew every positive duration, e.g. 4s", settings.renew)
+	}
 	transport := insecure.NewCredentials()
 	if settings.tls != nil {
 		transport = credentials.NewTLS(settings.tls)
@@ -87,15 +90,22 @@ func (p *Provider) Register(ctx context.Context, target string, options ...Regis
 		link.names = append(link.names, name)
 	}
 	if err := link.register(ctx, p); err != nil {
+		link.unregister(ctx) // what was accepted before the refusal goes again
 		_ = conn.Close()
 		return err
 	}
 	renewing, stop := context.WithCancel(context.Background())
 	link.stop = stop
-	go link.renew(renewing, p, settings.renew)
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped { // Stop came while registering: leave at once
+		stop()
+		link.unregister(ctx)
+		_ = conn.Close()
+		return fmt.Errorf("provider: stopped while registering with %s", target)
+	}
 	p.links = append(p.links, link)
-	p.mu.Unlock()
+	go link.renew(renewing, p, settings.renew)
 	return nil
 }
 
@@ -147,8 +157,14 @@ func (r *registration) renew(ctx context.Context, p *Provider, every time.Durati
 func (r *registration) leave(ctx context.Context) {
 	r.stop()
 	<-r.done
+	r.unregister(ctx)
+	_ = r.conn.Close()
+}
+
+// unregister removes every tool from the registry, best effort (one it never took is
+// refused, and nothing changes).
+func (r *registration) unregister(ctx context.Context) {
 	for _, name := range r.names {
 		_, _ = r.client.UnregisterTool(r.outgoing(ctx), &pb.UnregisterToolRequest{Name: name, ProviderTarget: r.address})
 	}
-	_ = r.conn.Close()
 }

@@ -25,6 +25,7 @@ type Provider struct {
 	mu      sync.Mutex
 	address string
 	links   []*registration
+	stopped bool
 }
 
 // New makes a provider of tools; an invalid tool or a name given twice is an error.
@@ -70,14 +71,25 @@ func (p *Provider) Address() string {
 func (p *Provider) Stop(ctx context.Context) {
 	p.mu.Lock()
 	links, server := p.links, p.server
-	p.links = nil
+	p.links, p.stopped = nil, true
 	p.mu.Unlock()
 	for _, link := range links {
 		link.leave(ctx)
 	}
 	p.health.Shutdown()
-	if server != nil {
+	if server == nil {
+		return
+	}
+	stopped := make(chan struct{})
+	go func() {
 		server.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done(): // calls still running past ctx are cut
+		server.Stop()
+		<-stopped
 	}
 }
 
@@ -115,10 +127,18 @@ func (p *Provider) CallToolStream(request *pb.CallToolRequest, stream grpc.Serve
 		return err
 	}
 	var sending sync.Mutex
+	done := false // once the handler returns, the stream is not to be used
+	defer func() {
+		sending.Lock()
+		done = true
+		sending.Unlock()
+	}()
 	report := func(progress *pb.ToolProgress) {
 		sending.Lock()
 		defer sending.Unlock()
-		_ = stream.Send(&pb.CallToolEvent{Event: &pb.CallToolEvent_Progress{Progress: progress}})
+		if !done {
+			_ = stream.Send(&pb.CallToolEvent{Event: &pb.CallToolEvent_Progress{Progress: progress}})
+		}
 	}
 	response, err := tool.run(withCall(stream.Context(), request, report), []byte(request.GetInputJson()))
 	if err != nil {

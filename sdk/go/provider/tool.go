@@ -92,7 +92,11 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 	definition.InputSchemaJson = input
 	_, text := any(*new(Out)).(string)
 	if !text {
-		output, err := schemaJSON(reflector.Reflect(new(Out)))
+		schema := reflector.Reflect(new(Out))
+		if schema.Type != "object" {
+			return Definition{err: fmt.Errorf("provider: tool %s returns %T: a structured result is a JSON object, so return a struct or a map (or a string for text)", name, *new(Out))}
+		}
+		output, err := schemaJSON(schema)
 		if err != nil {
 			return Definition{err: fmt.Errorf("provider: the output schema of %s: %w", name, err)}
 		}
@@ -110,14 +114,17 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 		}
 		out, err := run(ctx, arguments)
 		if err != nil {
+			if ctx.Err() != nil { // the call was cancelled or timed out, not the tool's failure
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
 			return nil, toolError(name, err)
 		}
 		if s, ok := any(out).(string); ok {
 			return &pb.CallToolResponse{Output: s}, nil
 		}
 		structured, err := json.Marshal(out)
-		if err != nil {
-			return nil, toolError(name, fmt.Errorf("the result is not JSON: %w", err))
+		if err != nil || !strings.HasPrefix(string(structured), "{") {
+			return nil, toolError(name, fmt.Errorf("the result is not a JSON object (%s, %v)", structured, err))
 		}
 		return &pb.CallToolResponse{Output: string(structured), StructuredOutputJson: string(structured)}, nil
 	}
@@ -151,9 +158,6 @@ func toolError(tool string, err error) error {
 	var invalid invalidArgument
 	if errors.As(err, &invalid) {
 		code, reason, kind = codes.InvalidArgument, "TOOL_INVALID_ARGUMENT", "Invalid argument"
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return status.FromContextError(err).Err()
 	}
 	message := err.Error()
 	st, detailErr := status.New(code, "Tool execution failed: "+kind+": "+message).WithDetails(

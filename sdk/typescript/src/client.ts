@@ -20,7 +20,8 @@ import { fromError } from "./errors.js";
 export interface ClientOptions {
   /** A caller token of the server's --auth-tokens, sent as "authorization: Bearer". */
   token?: string;
-  /** Connect over TLS, trusting these PEM certificates (and with cert and key, mutual TLS). */
+  /** Connect over TLS, trusting these PEM certificates (default: the system's), and with
+   * cert and key, mutual TLS. Without any of the three the connection is plaintext. */
   ca?: string | Buffer;
   cert?: string | Buffer;
   key?: string | Buffer;
@@ -129,7 +130,7 @@ export class LlmworkerClient {
         return next(request);
       });
     }
-    const secure = options.ca !== undefined;
+    const secure = options.ca !== undefined || options.cert !== undefined || options.key !== undefined;
     const transport = createGrpcTransport({
       baseUrl: `${secure ? "https" : "http"}://${target}`,
       interceptors,

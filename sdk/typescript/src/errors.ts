@@ -110,7 +110,7 @@ export function encodeErrorInfo(info: ErrorInfo): Uint8Array {
 /** google.rpc.ErrorInfo from its wire bytes (reason = 1, domain = 2, metadata = 3). */
 function decodeErrorInfo(bytes: Uint8Array): ErrorInfo {
   const reader = new BinaryReader(bytes);
-  const info: ErrorInfo = { reason: "", domain: "", metadata: {} };
+  const info: ErrorInfo = { reason: "", domain: "", metadata: Object.create(null) as Record<string, string> };
   while (reader.pos < reader.len) {
     const [field, wireType] = reader.tag();
     if (field === 1) info.reason = reader.string();
@@ -145,6 +145,6 @@ export function fromError(error: unknown): unknown {
       }
     }
   }
-  const Class = ERROR_CLASSES[info.reason] ?? LlmworkerError;
+  const Class = Object.hasOwn(ERROR_CLASSES, info.reason) ? (ERROR_CLASSES[info.reason] ?? LlmworkerError) : LlmworkerError;
   return new Class(error.code, info.reason, error.rawMessage, info.metadata, error);
 }

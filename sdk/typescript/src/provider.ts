@@ -17,7 +17,7 @@ import { DOMAIN, encodeErrorInfo, fromError } from "./errors.js";
 /** A zod schema (v4), or anything with the same two methods. */
 export interface SchemaLike<T> {
   safeParse(input: unknown): { success: true; data: T } | { success: false; error: { message: string } };
-  toJSONSchema(): Record<string, unknown>;
+  toJSONSchema(options?: { io?: "input" | "output" }): Record<string, unknown>;
 }
 
 /** What a tool knows of the call it runs. */
@@ -64,7 +64,8 @@ function isSchema<In>(input: ToolSpec<In>["input"]): input is SchemaLike<In> {
 /** A tool of a Provider. */
 export function defineTool<In>(spec: ToolSpec<In>): Tool {
   if (!NAME.test(spec.name)) throw new TypeError(`tool name ${JSON.stringify(spec.name)}: use 1-64 of A-Z a-z 0-9 _ -`);
-  const schema = isSchema(spec.input) ? spec.input.toJSONSchema() : spec.input;
+  // the input side: a field with a default is optional to the model
+  const schema = isSchema(spec.input) ? spec.input.toJSONSchema({ io: "input" }) : { ...spec.input };
   delete schema.$schema;
   const hints = { readOnlyHint: spec.readOnly, destructiveHint: spec.destructive, idempotentHint: spec.idempotent };
   const definition = create(ToolDefinitionSchema, {
@@ -105,7 +106,7 @@ export function defineTool<In>(spec: ToolSpec<In>): Tool {
 /** The error llmworker's servers send for a tool's error, so a registry rebuilds the same
  * failure for its callers (the ErrorInfo detail rides in the status, as Go's provider does). */
 function toolError(tool: string, error: unknown): ConnectError {
-  if (error instanceof ConnectError) return error;
+  if (error instanceof ConnectError && hasErrorInfo(error)) return error;
   const invalid = error instanceof InvalidArgument;
   const message = error instanceof Error ? error.message : String(error);
   const code = invalid ? Code.InvalidArgument : Code.Unknown;
@@ -117,6 +118,10 @@ function toolError(tool: string, error: unknown): ConnectError {
   return failure;
 }
 
+
+function hasErrorInfo(error: ConnectError): boolean {
+  return error.details.some((detail) => "type" in detail && detail.type === "google.rpc.ErrorInfo");
+}
 
 /** Options of Provider.register. */
 export interface RegisterOptions {
@@ -133,14 +138,17 @@ interface Registration {
   client: ReturnType<typeof connectClient<typeof ToolRegistry>>;
   headers: Record<string, string>;
   address: string;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
+  renewing: Promise<void> | undefined;
 }
 
 /** Serves tools and keeps them registered with registries. */
 export class Provider {
   readonly #tools = new Map<string, Tool>();
   #server: http2.Http2Server | undefined;
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
   #address = "";
+  #stopped = false;
   readonly #registrations: Registration[] = [];
 
   constructor(tools: Tool[]) {
@@ -195,6 +203,10 @@ export class Provider {
       },
     });
     const server = http2.createServer(handler);
+    server.on("session", (session) => {
+      this.#sessions.add(session);
+      session.once("close", () => this.#sessions.delete(session));
+    });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, host, () => resolve());
@@ -222,15 +234,43 @@ export class Provider {
       headers,
       address,
     };
-    await this.#registerAll(registration);
-    const timer = setInterval(() => {
-      this.#registerAll(registration).catch((error: unknown) => console.error(`llmworker provider: ${String(error)}; retrying`));
-    }, options.renewMs ?? 4000);
-    timer.unref();
-    this.#registrations.push({ ...registration, timer });
+    const every = options.renewMs ?? 4000;
+    if (!(every > 0)) throw new RangeError(`renewMs ${every}: renew every positive number of milliseconds`);
+    try {
+      await this.#registerAll(registration);
+    } catch (error) {
+      await this.#unregisterAll(registration); // what was accepted before the refusal goes again
+      throw error;
+    }
+    if (this.#stopped) {
+      await this.#unregisterAll(registration);
+      throw new Error(`stopped while registering with ${target}`);
+    }
+    const entry: Registration = { ...registration, timer: undefined, renewing: undefined };
+    let failing = "";
+    const renew = (): void => {
+      entry.timer = setTimeout(() => {
+        entry.renewing = this.#registerAll(registration).then(
+          () => {
+            failing = "";
+          },
+          (error: unknown) => {
+            const why = String(error);
+            if (why !== failing) console.error(`llmworker provider: ${why}; retrying every ${every} ms`);
+            failing = why;
+          },
+        ).finally(() => {
+          entry.renewing = undefined;
+          if (!this.#stopped) renew();
+        });
+      }, every);
+      entry.timer.unref();
+    };
+    renew();
+    this.#registrations.push(entry);
   }
 
-  async #registerAll(registration: Omit<Registration, "timer">): Promise<void> {
+  async #registerAll(registration: Omit<Registration, "timer" | "renewing">): Promise<void> {
     for (const tool of this.#tools.values()) {
       try {
         await registration.client.registerTool({ definition: tool.definition, providerTarget: registration.address }, { headers: registration.headers, timeoutMs: 10_000 });
@@ -240,17 +280,31 @@ export class Provider {
     }
   }
 
-  /** Unregister the tools from every registry, then stop serving. */
-  async stop(): Promise<void> {
+  async #unregisterAll(registration: Omit<Registration, "timer" | "renewing">): Promise<void> {
+    for (const name of this.#tools.keys()) {
+      await registration.client.unregisterTool({ name, providerTarget: registration.address }, { headers: registration.headers, timeoutMs: 5000 }).catch(() => {});
+    }
+  }
+
+  /** Unregister the tools from every registry, then stop serving: calls still running get
+   * graceMs (default 5 s) before their connections are closed. */
+  async stop(graceMs = 5000): Promise<void> {
+    this.#stopped = true;
     for (const registration of this.#registrations.splice(0)) {
-      clearInterval(registration.timer);
-      for (const name of this.#tools.keys()) {
-        await registration.client.unregisterTool({ name, providerTarget: registration.address }, { headers: registration.headers, timeoutMs: 5000 }).catch(() => {});
-      }
+      clearTimeout(registration.timer);
+      await registration.renewing; // a renewal in flight lands before the unregistering
+      await this.#unregisterAll(registration);
     }
     const server = this.#server;
     this.#server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const session of this.#sessions) session.close(); // no new streams; open ones finish
+    const grace = setTimeout(() => {
+      for (const session of this.#sessions) session.destroy();
+    }, graceMs);
+    await closed;
+    clearTimeout(grace);
   }
 }
 

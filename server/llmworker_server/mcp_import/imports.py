@@ -4,6 +4,7 @@ registry can lock, and stopped with it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Final
 
@@ -16,6 +17,7 @@ from .settings import McpServerSettings
 __all__ = ["McpImports"]
 
 _FIRST_CONNECT_SECONDS: Final = 10.0
+_STOP_SECONDS: Final = 10.0
 
 
 class McpImports:
@@ -58,4 +60,7 @@ class McpImports:
         await asyncio.gather(*(link.first_attempt(_FIRST_CONNECT_SECONDS) for link in self.links))
 
     async def stop(self) -> None:
-        await asyncio.gather(*(link.stop() for link in self.links))
+        """Stop every link (10 s at most: a server stuck closing does not hold the stop)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_STOP_SECONDS):
+                await asyncio.gather(*(link.stop() for link in self.links))

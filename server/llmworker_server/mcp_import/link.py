@@ -134,6 +134,9 @@ class McpServerLink:
             except asyncio.CancelledError:
                 raise
             except BaseException as error:  # groups too: the link never dies
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # a stop, wrapped in a group by the SDK's task group
                 self._went_down(_cause(error))
             self._tried.set()
             if time.monotonic() - began > _MAX_BACKOFF:
@@ -168,6 +171,8 @@ class McpServerLink:
                 self._client = None
                 if listening is not None:
                     listening.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await listening
 
     async def _transport(self, stack: AsyncExitStack) -> Transport:
         settings = self.settings
@@ -225,8 +230,7 @@ class McpServerLink:
             self._report_locked(offered)
             return
         for name in set(self._registered) - set(offered):
-            with contextlib.suppress(KeyError, RegistryLockedError):
-                self._registry.unregister(name)
+            self._unregister(name)
             del self._registered[name]
             _log.info("MCP server %s: tool %s left", self.name, name)
         for name, (meta, remote) in offered.items():
@@ -243,6 +247,7 @@ class McpServerLink:
                 RegistryLockedError,
             ) as error:
                 self._warn_once(f"MCP server {self.name}: tool {name} not registered: {error}")
+                self._registered.pop(name, None)  # the name may be another provider's now
                 continue
             self._registered[name] = meta
             if changed:
@@ -331,8 +336,7 @@ class McpServerLink:
             return
         names = sorted(self._registered)
         for name in names:
-            with contextlib.suppress(KeyError, RegistryLockedError):
-                self._registry.unregister(name)
+            self._unregister(name)
         self._registered.clear()
         if names:
             _log.warning(
@@ -341,6 +345,12 @@ class McpServerLink:
                 self._lease,
                 ", ".join(names),
             )
+
+    def _unregister(self, name: str) -> None:
+        """Remove ``name`` from the registry if it is still this server's tool."""
+        if self._registry.provider_of(name) == self.settings.provider:
+            with contextlib.suppress(KeyError, RegistryLockedError):
+                self._registry.unregister(name)
 
     def _warn_once(self, message: str, *, level: int = logging.WARNING) -> None:
         if message not in self._warned and len(self._warned) < 1000:

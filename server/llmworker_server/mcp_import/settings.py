@@ -74,9 +74,10 @@ class McpServerSettings:
         return f"mcp server {self.name}"
 
     def describe(self) -> str:
-        """Where the server is, for logs (never a secret: tokens live in files)."""
+        """Where the server is, for logs: the URL without its query (which may hold a key;
+        tokens belong in tokenFile), or the command."""
         if self.url is not None:
-            return self.url
+            return self.url.partition("?")[0]
         return "stdio: " + shlex.join(self.command)
 
 
