@@ -3,6 +3,7 @@ package llmworker
 import (
 	"context"
 	"encoding/json"
+	"iter"
 
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
@@ -75,6 +76,40 @@ func (c *Client) Resume(ctx context.Context, resumeToken string, decisions ...De
 		return nil, FromError(err)
 	}
 	return outcomeOf(response), nil
+}
+
+// Decide goes on with a paused batch found by PausedBatches, by its id instead of its
+// token: allowed to the caller that paused it and to approvers whose globs match.
+func (c *Client) Decide(ctx context.Context, batchID string, decisions ...Decision) (*Outcome, error) {
+	response, err := c.tools.ResumeBatch(ctx, &pb.ResumeBatchRequest{BatchId: batchID, Decisions: decisions})
+	if err != nil {
+		return nil, FromError(err)
+	}
+	return outcomeOf(response), nil
+}
+
+// PausedBatches yields the paused batches this client may decide, oldest first, fetching
+// pageSize at a time (0: the server's default, 50).
+func (c *Client) PausedBatches(ctx context.Context, pageSize int) iter.Seq2[*pb.PausedBatchSummary, error] {
+	return func(yield func(*pb.PausedBatchSummary, error) bool) {
+		request := &pb.ListPausedBatchesRequest{PageSize: int32(min(max(pageSize, 0), 1<<31-1))}
+		for {
+			response, err := c.tools.ListPausedBatches(ctx, request)
+			if err != nil {
+				yield(nil, FromError(err))
+				return
+			}
+			for _, batch := range response.GetBatches() {
+				if !yield(batch, nil) {
+					return
+				}
+			}
+			if response.GetNextPageToken() == "" {
+				return
+			}
+			request.PageToken = response.GetNextPageToken()
+		}
+	}
 }
 
 // RunProviderToolCalls runs the tool calls of a model's output in a provider's format (the

@@ -75,6 +75,16 @@ func (c *Client) CallTool(ctx context.Context, name string, input any, options .
 	return resultOf(response), nil
 }
 
+// GetTool gives the definition of the tool name (ToolNotFound when this client may not use
+// it or it does not exist).
+func (c *Client) GetTool(ctx context.Context, name string) (*pb.ToolDefinition, error) {
+	response, err := c.tools.GetTool(ctx, &pb.GetToolRequest{Name: name})
+	if err != nil {
+		return nil, FromError(err)
+	}
+	return response.GetDefinition(), nil
+}
+
 // Event is one event of a streamed call: progress, a chunk of output, or (last) the result.
 type Event struct {
 	Progress *pb.ToolProgress
@@ -143,10 +153,23 @@ func (c *Client) ListDefinitions(ctx context.Context) (*Definitions, error) {
 	return &Definitions{response.GetDefinitions(), response.GetFingerprint()}, nil
 }
 
+// ListOption sets how ListDefinitionsIn renders the tools.
+type ListOption func(*pb.ListDefinitionsSortedRequest)
+
+// WithCacheControl marks the last tool {"cache_control": {"type": "ephemeral"}} in the
+// Anthropic formats, so the provider caches the tools as a prompt prefix.
+func WithCacheControl() ListOption {
+	return func(r *pb.ListDefinitionsSortedRequest) { r.AnthropicCacheControl = true }
+}
+
 // ListDefinitionsIn gives the same tools as a provider's request field takes them (the JSON
 // array for "tools"), e.g. pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC.
-func (c *Client) ListDefinitionsIn(ctx context.Context, format pb.DefinitionFormat) (json.RawMessage, error) {
-	response, err := c.tools.ListDefinitionsSorted(ctx, &pb.ListDefinitionsSortedRequest{Format: format})
+func (c *Client) ListDefinitionsIn(ctx context.Context, format pb.DefinitionFormat, options ...ListOption) (json.RawMessage, error) {
+	request := &pb.ListDefinitionsSortedRequest{Format: format}
+	for _, option := range options {
+		option(request)
+	}
+	response, err := c.tools.ListDefinitionsSorted(ctx, request)
 	if err != nil {
 		return nil, FromError(err)
 	}

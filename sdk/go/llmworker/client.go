@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	_ "google.golang.org/grpc/health" // client-side health checks for WithBalancing
 	"google.golang.org/grpc/metadata"
 
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
@@ -33,11 +32,6 @@ const Version = "v1"
 // MaxMessageBytes is the default size limit of a message either way (the server's
 // --max-message-bytes default).
 const MaxMessageBytes = 4 << 20
-
-// balancedConfig spreads calls over every address a target resolves to, skipping replicas
-// whose health check fails (the service config the README documents).
-const balancedConfig = `{"loadBalancingConfig": [{"round_robin": {}}],
-  "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}}`
 
 // Client is a connection to one llmworker server (or, with WithBalancing, its replicas).
 // It is safe for concurrent use.
@@ -51,6 +45,7 @@ type settings struct {
 	rootCA   string
 	token    string
 	balanced bool
+	retries  bool
 	extra    []grpc.DialOption
 }
 
@@ -66,10 +61,6 @@ func WithRootCA(file string) Option { return func(s *settings) { s.rootCA = file
 // WithToken sends token as "authorization: Bearer" with every call (a server with
 // --auth-tokens needs one).
 func WithToken(token string) Option { return func(s *settings) { s.token = token } }
-
-// WithBalancing spreads calls over every replica the target names (dns:///host:port,
-// ipv4:a:p,b:p) with round_robin and client-side health checks.
-func WithBalancing() Option { return func(s *settings) { s.balanced = true } }
 
 // WithDialOptions adds gRPC dial options (interceptors, keepalive…).
 func WithDialOptions(options ...grpc.DialOption) Option {
@@ -92,6 +83,7 @@ func Dial(target string, options ...Option) (*Client, error) {
 	}
 	dial := []grpc.DialOption{
 		grpc.WithTransportCredentials(transport),
+		addressLists(),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 	}
@@ -110,8 +102,8 @@ func Dial(target string, options ...Option) (*Client, error) {
 				return stream(ctx, desc, conn, method, options...)
 			}))
 	}
-	if s.balanced {
-		dial = append(dial, grpc.WithDefaultServiceConfig(balancedConfig))
+	if config := s.serviceConfig(); config != "" {
+		dial = append(dial, grpc.WithDefaultServiceConfig(config))
 	}
 	conn, err := grpc.NewClient(target, append(dial, s.extra...)...)
 	if err != nil {
@@ -147,3 +139,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Service is the generated ToolService stub on this client's connection.
 func (c *Client) Service() pb.ToolServiceClient { return c.tools }
+
+// Conn is this client's connection, for the server's other services (grpc.health.v1,
+// reflection) with the same TLS, token and balancing.
+func (c *Client) Conn() grpc.ClientConnInterface { return c.conn }

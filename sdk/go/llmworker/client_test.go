@@ -20,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/llmworker/llmworker/sdk/go/internal/testserver"
@@ -232,9 +234,104 @@ func TestABatchPausesForApprovalAndResumes(t *testing.T) {
 	if outcome.Completed[0].GetOutput() != "v" || outcome.Completed[1].GetIsError() {
 		t.Fatalf("results: %v", outcome.Completed)
 	}
+	if err := llmworker.ResultError(outcome.Completed[1]); err != nil {
+		t.Fatalf("a result that succeeded has the error %v", err)
+	}
 	_, err = client.Resume(ctx, token, llmworker.Approve("delete"))
 	if !errors.As(err, &llmworker.ResumeTokenUnknown{}) {
 		t.Fatalf("a token used already: %#v", err)
+	}
+}
+
+func TestABatchResultsErrorIsTyped(t *testing.T) {
+	client, ctx := dial(t), timeout(t)
+	outcome, err := client.CallTools(ctx, []llmworker.Call{
+		{ID: "missing", Name: "no_such_tool"},
+		{ID: "refused", Name: "echo", Input: map[string]any{}},
+	})
+	if err != nil || len(outcome.Completed) != 2 {
+		t.Fatalf("the batch: %v %v", outcome, err)
+	}
+	var notFound llmworker.ToolNotFound
+	if !errors.As(llmworker.ResultError(outcome.Completed[0]), &notFound) || notFound.Metadata["tool"] != "no_such_tool" {
+		t.Fatalf("an unknown tool's result: %#v", llmworker.ResultError(outcome.Completed[0]))
+	}
+	var invalid llmworker.ToolInvalidArgument
+	if !errors.As(llmworker.ResultError(outcome.Completed[1]), &invalid) || invalid.Code != codes.InvalidArgument {
+		t.Fatalf("a refused input's result: %#v", llmworker.ResultError(outcome.Completed[1]))
+	}
+}
+
+func TestPausedBatchesAreListedAndDecidedByTheirID(t *testing.T) {
+	client, ctx := dial(t), timeout(t)
+	definition, err := client.GetTool(ctx, "kv_delete")
+	if err != nil || !definition.GetRequiresApproval() {
+		t.Fatalf("GetTool kv_delete: %v %v", definition, err)
+	}
+	if _, err := client.GetTool(ctx, "no_such_tool"); !errors.As(err, &llmworker.ToolNotFound{}) {
+		t.Fatalf("GetTool of an unknown tool: %#v", err)
+	}
+	var batchIDs []string
+	for _, key := range []string{"first", "second"} {
+		outcome, err := client.CallTools(ctx, []llmworker.Call{{ID: "d", Name: "kv_delete", Input: map[string]any{"key": key}}})
+		if err != nil || outcome.Paused == nil {
+			t.Fatalf("the batch did not pause: %v %v", outcome, err)
+		}
+		batchIDs = append(batchIDs, outcome.Paused.GetBatchId())
+	}
+	var listed []string
+	for batch, err := range client.PausedBatches(ctx, 1) { // one per page: the pages are followed
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, batch.GetBatchId())
+	}
+	for _, id := range batchIDs {
+		if !slices.Contains(listed, id) {
+			t.Fatalf("PausedBatches gave %v, not %s", listed, id)
+		}
+	}
+	outcome, err := client.Decide(ctx, batchIDs[0], llmworker.Deny("d", "not now"))
+	if err != nil || len(outcome.Completed) != 1 {
+		t.Fatalf("Decide: %v %v", outcome, err)
+	}
+	if !errors.As(llmworker.ResultError(outcome.Completed[0]), &llmworker.CallDenied{}) {
+		t.Fatalf("a denied call's result: %v", outcome.Completed[0])
+	}
+	if _, err := client.Decide(ctx, batchIDs[0]); !errors.As(err, &llmworker.ResumeTokenUnknown{}) {
+		t.Fatalf("a batch decided already: %#v", err)
+	}
+}
+
+func TestBalancingSpreadsCallsOverAnAddressListAndOutlivesAReplica(t *testing.T) {
+	other, err := testserver.Start([]string{"--no-internal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	client, err := llmworker.Dial("ipv4:"+target+","+other.Address, llmworker.WithBalancing(), llmworker.WithRetries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := timeout(t)
+	served := map[string]int{}
+	for range 20 {
+		var answered peer.Peer
+		_, err := client.Service().CallTool(ctx, &pb.CallToolRequest{Name: "whoami", InputJson: "{}"}, grpc.Peer(&answered))
+		if err != nil {
+			t.Fatal(err)
+		}
+		served[answered.Addr.String()]++
+	}
+	if served[target] == 0 || served[other.Address] == 0 {
+		t.Fatalf("round robin over both replicas: %v", served)
+	}
+	other.Stop() // it drains (NOT_SERVING), then goes: the calls go to the other one
+	for i := range 20 {
+		if _, err := client.CallTool(ctx, "whoami", nil); err != nil {
+			t.Fatalf("call %d after a replica left: %v", i, err)
+		}
 	}
 }
 

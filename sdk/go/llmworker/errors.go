@@ -3,6 +3,7 @@ package llmworker
 import (
 	"errors"
 
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -151,6 +152,20 @@ func FromError(err error) error {
 		return err
 	}
 	return fromStatus(st)
+}
+
+// ResultError is the typed error of a batch's result (CallResult.error: the status CallTool
+// would have failed with), or nil for a result that succeeded or was skipped.
+//
+//	for _, result := range outcome.Completed {
+//		var denied llmworker.CallDenied
+//		if errors.As(llmworker.ResultError(result), &denied) { … }
+//	}
+func ResultError(result *pb.CallResult) error {
+	if result.GetError() == nil {
+		return nil
+	}
+	return fromStatus(status.FromProto(result.GetError()))
 }
 
 func fromStatus(st *status.Status) error {

@@ -138,9 +138,19 @@ func TestAProviderServesRegistersAndLeaves(t *testing.T) {
 	if !errors.As(err, &invalid) || invalid.Metadata["tool_error"] != "times must be 1-5" {
 		t.Fatalf("a refused argument: %#v", err)
 	}
-	_, err = client.CallTool(ctx, "go_repeat", map[string]any{"text": "x", "times": 1, "extra": true})
-	if !errors.As(err, &llmworker.ToolInvalidArgument{}) {
-		t.Fatalf("an unknown field: %#v", err)
+	for _, refused := range []struct {
+		input any
+		says  string
+	}{
+		{map[string]any{"text": "x", "times": 1, "extra": true}, "extra: Extra inputs are not permitted"},
+		{map[string]any{"times": 1}, "text: Field required"},
+		{map[string]any{"text": "x", "times": "2"}, "times: expected integer, got string"},
+		{[]int{1}, "arguments must be a JSON object, got an array"},
+	} {
+		_, err = client.CallTool(ctx, "go_repeat", refused.input)
+		if !errors.As(err, &invalid) || invalid.Metadata["tool_error"] != refused.says {
+			t.Fatalf("go_repeat %v: %#v, want TOOL_INVALID_ARGUMENT %q", refused.input, err, refused.says)
+		}
 	}
 	who, err := client.CallTool(ctx, "go_call", nil, llmworker.WithCallID("c-7"),
 		llmworker.WithMetadata(map[string]string{"user": "ada"}))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -77,7 +78,12 @@ func (p *Provider) Register(ctx context.Context, target string, options ...Regis
 	if settings.tls != nil {
 		transport = credentials.NewTLS(settings.tls)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(transport))
+	// Reconnect at every renewal rather than after gRPC's growing backoff (up to 2 minutes),
+	// so a restarted registry gets the tools back within one interval.
+	retry := backoff.DefaultConfig
+	retry.BaseDelay, retry.MaxDelay = settings.renew, settings.renew
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(transport),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: retry, MinConnectTimeout: max(settings.renew, time.Second)}))
 	if err != nil {
 		return fmt.Errorf("provider: registry %s: %w", target, err)
 	}

@@ -13,11 +13,13 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -85,7 +87,14 @@ func ptr[T any](value T) *T { return &value }
 func Tool[In, Out any](name, description string, run func(context.Context, In) (Out, error), options ...ToolOption) Definition {
 	reflector := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
 	definition := &pb.ToolDefinition{Name: name, Description: description}
-	input, err := schemaJSON(reflector.Reflect(new(In)))
+	inputSchema := reflector.Reflect(new(In))
+	check := inputCheck{required: inputSchema.Required, closed: inputSchema.AdditionalProperties == jsonschema.FalseSchema}
+	if inputSchema.Properties != nil {
+		for pair := inputSchema.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			check.known = append(check.known, pair.Key)
+		}
+	}
+	input, err := schemaJSON(inputSchema)
 	if err != nil {
 		return Definition{err: fmt.Errorf("provider: the input schema of %s: %w", name, err)}
 	}
@@ -107,10 +116,8 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 	}
 	call := func(ctx context.Context, raw []byte) (*pb.CallToolResponse, error) {
 		var arguments In
-		decoder := json.NewDecoder(strings.NewReader(string(raw)))
-		decoder.DisallowUnknownFields()
-		if err := decoder.Decode(&arguments); err != nil {
-			return nil, toolError(name, InvalidArgument(err.Error()))
+		if err := check.decode(raw, &arguments); err != nil {
+			return nil, toolError(name, err)
 		}
 		out, err := run(ctx, arguments)
 		if err != nil {
@@ -132,6 +139,90 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 		return Definition{err: fmt.Errorf("provider: tool name %q: use 1-64 of A-Z a-z 0-9 _ -", name)}
 	}
 	return Definition{definition: definition, run: call}
+}
+
+// inputCheck holds the model's arguments to the input schema before they are decoded, so its
+// mistakes read as the server's own tools say them ("text: Field required").
+type inputCheck struct {
+	required, known []string
+	closed          bool // additionalProperties false: unknown fields are refused
+}
+
+// decode checks raw (a JSON object with every required field and, closed, no other) and
+// decodes it into arguments; every failure is an InvalidArgument naming the field.
+func (c inputCheck) decode(raw []byte, arguments any) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return InvalidArgument("arguments must be a JSON object, got " + jsonKind(raw))
+	}
+	for _, name := range c.required {
+		if _, given := fields[name]; !given {
+			return InvalidArgument(name + ": Field required")
+		}
+	}
+	if c.closed {
+		var extra []string
+		for name := range fields {
+			if !slices.Contains(c.known, name) {
+				extra = append(extra, name)
+			}
+		}
+		if len(extra) > 0 {
+			slices.Sort(extra)
+			return InvalidArgument(extra[0] + ": Extra inputs are not permitted")
+		}
+	}
+	decoder := json.NewDecoder(bytes.NewReader(raw))
+	if c.closed {
+		decoder.DisallowUnknownFields() // in nested objects too
+	}
+	err := decoder.Decode(arguments)
+	var mistyped *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &mistyped) && mistyped.Field != "":
+		return InvalidArgument(fmt.Sprintf("%s: expected %s, got %s", mistyped.Field, goKind(mistyped.Type.Kind().String()), mistyped.Value))
+	case err != nil:
+		return InvalidArgument(err.Error())
+	}
+	return nil
+}
+
+// jsonKind names what raw is: an array, a string… ("invalid JSON" when it is none).
+func jsonKind(raw []byte) string {
+	var value any
+	if json.Unmarshal(raw, &value) != nil {
+		return "invalid JSON"
+	}
+	switch value.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "an object"
+}
+
+// goKind names a Go kind as JSON does (int64: integer, struct: object…).
+func goKind(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "slice", kind == "array":
+		return "array"
+	case kind == "struct", kind == "map":
+		return "object"
+	}
+	return kind
 }
 
 // schemaJSON is schema without the keys that name a dialect or a document ($schema, $id).
