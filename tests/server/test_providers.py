@@ -280,7 +280,7 @@ async def test_a_killed_go_provider_without_health_checks_leaves(tmp_path: Path)
         internal = app.internal_target
         assert internal is not None
         provider = await asyncio.create_subprocess_exec(
-            str(GO_BINARY), "provider", "-registry", internal, "-token", TOKEN,
+            str(GO_BINARY), "provider", "-registry", internal, "-token", TOKEN, "-no-health",
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:

@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // rpcTimeout is the deadline of every agent RPC.
@@ -32,22 +30,21 @@ type whoamiResult struct {
 	SecondsLeft *float64          `json:"seconds_left"`
 }
 
-// agent runs the agent-contract checks in order; resume is the ResumeBatch request the
+// agent runs the agent-contract checks in order; resumeToken and decisions are what the
 // pause check prepares for the resume and single-use checks.
 type agent struct {
-	client pb.ToolServiceClient
-	resume *pb.ResumeBatchRequest
+	client      *llmworker.Client
+	resumeToken string
+	decisions   []llmworker.Decision
 }
 
 func runAgent(target string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("agent connect: %w", err)
 	}
-	defer conn.Close()
-	a := &agent{client: pb.NewToolServiceClient(conn)}
+	defer client.Close()
+	a := &agent{client: client}
 	checks := []struct {
 		name, ok string
 		run      func() error
@@ -79,33 +76,9 @@ func withTimeout(ctx context.Context, method string, request, reply any, conn *g
 	return invoker(ctx, method, request, reply, conn, options...)
 }
 
-// call builds a CallToolRequest without metadata.
-func call(callID, name, input string) *pb.CallToolRequest {
-	return &pb.CallToolRequest{CallId: callID, Name: name, InputJson: input}
-}
-
-// checkStatus verifies a status's code and its llmworker ErrorInfo reason.
-func checkStatus(st *status.Status, code codes.Code, reason string) error {
-	if st.Code() != code {
-		return fmt.Errorf("code %v, want %v (%q)", st.Code(), code, st.Message())
-	}
-	for _, detail := range st.Details() {
-		if info, ok := detail.(*errdetails.ErrorInfo); ok {
-			if info.Domain != "llmworker" || info.Reason != reason {
-				return fmt.Errorf("ErrorInfo %s/%s, want llmworker/%s", info.Domain, info.Reason, reason)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("%v without an ErrorInfo detail", st.Code())
-}
-
-// rpcError verifies that an RPC failed with code and reason.
-func rpcError(err error, code codes.Code, reason string) error {
-	if err == nil {
-		return fmt.Errorf("succeeded, want %v / %s", code, reason)
-	}
-	return checkStatus(status.Convert(err), code, reason)
+// call is a batch's call without metadata; input is JSON.
+func call(callID, name, input string) llmworker.Call {
+	return llmworker.Call{ID: callID, Name: name, Input: json.RawMessage(input)}
 }
 
 // resultOK verifies a batch result that succeeded with output.
@@ -113,18 +86,6 @@ func resultOK(result *pb.CallResult, output string) error {
 	if result.IsError || result.Skipped || result.Output != output {
 		return fmt.Errorf("result %s: is_error=%v skipped=%v output %q, want %q",
 			result.CallId, result.IsError, result.Skipped, result.Output, output)
-	}
-	return nil
-}
-
-// resultError verifies a batch result that failed with code and reason.
-func resultError(result *pb.CallResult, code codes.Code, reason string) error {
-	if !result.IsError || result.Error == nil {
-		return fmt.Errorf("result %s: is_error=%v error=%v, want %v / %s",
-			result.CallId, result.IsError, result.Error, code, reason)
-	}
-	if err := checkStatus(status.FromProto(result.Error), code, reason); err != nil {
-		return fmt.Errorf("result %s: %w", result.CallId, err)
 	}
 	return nil
 }
@@ -155,12 +116,12 @@ func hints(annotations *pb.ToolAnnotations) string {
 }
 
 func (a *agent) listing() error {
-	listed, err := a.client.ListDefinitionsSorted(context.Background(), &pb.ListDefinitionsSortedRequest{})
+	listed, err := a.client.ListDefinitions(context.Background())
 	if err != nil {
 		return err
 	}
 	definitions := map[string]*pb.ToolDefinition{}
-	for _, definition := range listed.Definitions {
+	for _, definition := range listed.Tools {
 		definitions[definition.Name] = definition
 	}
 	for _, want := range []struct {
@@ -206,52 +167,51 @@ func (a *agent) listing() error {
 
 func (a *agent) callIDAndMetadata() error {
 	metadata := map[string]string{"user": "ada", "tenant.id": "t-7"}
-	request := call("go-1", "whoami", "{}")
-	request.Metadata = metadata
-	reply, err := a.client.CallTool(context.Background(), request)
+	reply, err := a.client.CallTool(context.Background(), "whoami", nil,
+		llmworker.WithCallID("go-1"), llmworker.WithMetadata(metadata))
 	if err != nil {
 		return err
 	}
 	var got whoamiResult
-	if err := json.Unmarshal([]byte(reply.StructuredOutputJson), &got); err != nil {
-		return fmt.Errorf("structured_output_json %q: %w", reply.StructuredOutputJson, err)
+	if err := json.Unmarshal(reply.Structured, &got); err != nil {
+		return fmt.Errorf("structured_output_json %q: %w", reply.Structured, err)
 	}
 	// gRPC rounds the deadline it sends up a little: allow a second over rpcTimeout.
 	if got.CallID != "go-1" || got.Tool != "whoami" || !maps.Equal(got.Metadata, metadata) ||
 		got.SecondsLeft == nil || *got.SecondsLeft <= 0 || *got.SecondsLeft > rpcTimeout.Seconds()+1 {
 		return fmt.Errorf("structured_output_json %s, want call_id go-1, tool whoami, metadata %v, 0 < seconds_left <= 21",
-			reply.StructuredOutputJson, metadata)
+			reply.Structured, metadata)
 	}
 	return nil
 }
 
 func (a *agent) approvalRequired() error {
-	_, err := a.client.CallTool(context.Background(), call("", "kv_delete", `{"key":"x"}`))
-	if err := rpcError(err, codes.FailedPrecondition, "APPROVAL_REQUIRED"); err != nil {
+	_, err := a.client.CallTool(context.Background(), "kv_delete", map[string]string{"key": "x"})
+	failed, err := failure(err, codes.FailedPrecondition, "APPROVAL_REQUIRED")
+	if err != nil {
 		return err
 	}
-	if message := status.Convert(err).Message(); !strings.Contains(message, "CallTools") {
+	if message := failed.Message; !strings.Contains(message, "CallTools") {
 		return fmt.Errorf("message %q does not mention CallTools", message)
 	}
 	return nil
 }
 
 func (a *agent) badMetadata() error {
-	request := call("", "echo", `{"text":"hi"}`)
-	request.Metadata = map[string]string{"User": "x"}
-	_, err := a.client.CallTool(context.Background(), request)
+	_, err := a.client.CallTool(context.Background(), "echo", map[string]string{"text": "hi"},
+		llmworker.WithMetadata(map[string]string{"User": "x"}))
 	return rpcError(err, codes.InvalidArgument, "INVALID_REQUEST")
 }
 
 func (a *agent) batchCompleted() error {
-	reply, err := a.client.CallTools(context.Background(), &pb.CallToolsRequest{Calls: []*pb.CallToolRequest{
+	reply, err := a.client.CallTools(context.Background(), []llmworker.Call{
 		call("a", "echo", `{"text":"one"}`),
 		call("b", "echo", `{"text":"two"}`),
-	}})
+	})
 	if err != nil {
 		return err
 	}
-	results := reply.GetCompleted().GetResults()
+	results := reply.Completed
 	if ids := resultIDs(results); !slices.Equal(ids, []string{"a", "b"}) {
 		return fmt.Errorf("outcome %v, want completed with results a, b", reply)
 	}
@@ -260,25 +220,25 @@ func (a *agent) batchCompleted() error {
 
 func (a *agent) batchPaused() error {
 	for _, input := range []string{`{"key":"a","value":"1"}`, `{"key":"b","value":"2"}`} {
-		reply, err := a.client.CallTool(context.Background(), call("", "kv_set", input))
+		reply, err := a.client.CallTool(context.Background(), "kv_set", json.RawMessage(input))
 		if err != nil || reply.Output != "ok" {
-			return fmt.Errorf("kv_set %s: output %q err %v", input, reply.GetOutput(), err)
+			return fmt.Errorf("kv_set %s: %v err %v", input, reply, err)
 		}
 	}
-	calls := []*pb.CallToolRequest{
+	calls := []llmworker.Call{
 		call("c1", "echo", `{"text":"hi"}`),
 		call("c2", "no_such_tool", "{}"),
 		call("c3", "echo", "{}"),
 		call("c4", "kv_delete", `{"key":"a"}`),
 		call("c5", "kv_delete", `{"key":"b"}`),
 		call("c6", "kv_delete", `{"key":"c"}`),
-		{CallId: "c7", Name: "whoami", InputJson: "{}", Metadata: map[string]string{"user": "ada"}},
+		{ID: "c7", Name: "whoami", Input: json.RawMessage("{}"), Metadata: map[string]string{"user": "ada"}},
 	}
-	reply, err := a.client.CallTools(context.Background(), &pb.CallToolsRequest{Calls: calls})
+	reply, err := a.client.CallTools(context.Background(), calls)
 	if err != nil {
 		return err
 	}
-	paused := reply.GetPaused()
+	paused := reply.Paused
 	if paused == nil {
 		return fmt.Errorf("outcome %v, want paused", reply)
 	}
@@ -289,8 +249,8 @@ func (a *agent) batchPaused() error {
 	}
 	var pending []*pb.PendingCall
 	for _, c := range calls {
-		if c.CallId != "c2" {
-			pending = append(pending, &pb.PendingCall{CallId: c.CallId, Name: c.Name, InputJson: c.InputJson,
+		if c.ID != "c2" {
+			pending = append(pending, &pb.PendingCall{CallId: c.ID, Name: c.Name, InputJson: string(c.Input.(json.RawMessage)),
 				AwaitingApproval: c.Name == "kv_delete"})
 		}
 	}
@@ -306,20 +266,21 @@ func (a *agent) batchPaused() error {
 	if message := paused.Results[0].Error.Message; message != "Tool 'no_such_tool' not found" {
 		return fmt.Errorf("result c2: error.message %q", message)
 	}
-	a.resume = &pb.ResumeBatchRequest{ResumeToken: paused.ResumeToken, Decisions: []*pb.CallDecision{
-		{CallId: "c4", Decision: &pb.CallDecision_Approve{Approve: &pb.Approval{}}},
-		{CallId: "c5", Decision: &pb.CallDecision_Deny{Deny: &pb.Denial{Reason: "not this one"}}},
-		{CallId: "c6", Decision: &pb.CallDecision_ApproveWithInput{ApproveWithInput: &pb.EditedApproval{InputJson: `{"key":"b"}`}}},
-	}}
+	a.resumeToken = paused.ResumeToken
+	a.decisions = []llmworker.Decision{
+		llmworker.Approve("c4"),
+		llmworker.Deny("c5", "not this one"),
+		llmworker.ApproveWithInput("c6", json.RawMessage(`{"key":"b"}`)),
+	}
 	return nil
 }
 
 func (a *agent) batchResumed() error {
-	reply, err := a.client.ResumeBatch(context.Background(), a.resume)
+	reply, err := a.client.Resume(context.Background(), a.resumeToken, a.decisions...)
 	if err != nil {
 		return err
 	}
-	results := reply.GetCompleted().GetResults()
+	results := reply.Completed
 	if ids := resultIDs(results); !slices.Equal(ids, []string{"c1", "c2", "c3", "c4", "c5", "c6", "c7"}) {
 		return fmt.Errorf("outcome %v, want completed with results c1..c7", reply)
 	}
@@ -349,7 +310,7 @@ func (a *agent) batchResumed() error {
 		return fmt.Errorf("result c7: is_error=%v structured_output_json %q, want call_id c7 and metadata user=ada",
 			c7.IsError, c7.StructuredOutputJson)
 	}
-	_, err = a.client.CallTool(context.Background(), call("", "kv_get", `{"key":"b"}`))
+	_, err = a.client.CallTool(context.Background(), "kv_get", map[string]string{"key": "b"})
 	if err := rpcError(err, codes.Unknown, "TOOL_EXECUTION_FAILED"); err != nil {
 		return fmt.Errorf("kv_get b after the batch: %w", err)
 	}
@@ -357,19 +318,19 @@ func (a *agent) batchResumed() error {
 }
 
 func (a *agent) tokenSingleUse() error {
-	_, err := a.client.ResumeBatch(context.Background(), a.resume)
+	_, err := a.client.Resume(context.Background(), a.resumeToken, a.decisions...)
 	return rpcError(err, codes.NotFound, "RESUME_TOKEN_UNKNOWN")
 }
 
 func (a *agent) duplicateCallIDs() error {
 	for _, batch := range []struct {
 		what  string
-		calls []*pb.CallToolRequest
+		calls []llmworker.Call
 	}{
-		{"two calls with id d", []*pb.CallToolRequest{call("d", "echo", `{"text":"1"}`), call("d", "echo", `{"text":"2"}`)}},
-		{"a call with an empty id", []*pb.CallToolRequest{call("", "echo", `{"text":"1"}`)}},
+		{"two calls with id d", []llmworker.Call{call("d", "echo", `{"text":"1"}`), call("d", "echo", `{"text":"2"}`)}},
+		{"a call with an empty id", []llmworker.Call{call("", "echo", `{"text":"1"}`)}},
 	} {
-		_, err := a.client.CallTools(context.Background(), &pb.CallToolsRequest{Calls: batch.calls})
+		_, err := a.client.CallTools(context.Background(), batch.calls)
 		if err := rpcError(err, codes.InvalidArgument, "INVALID_REQUEST"); err != nil {
 			return fmt.Errorf("%s: %w", batch.what, err)
 		}

@@ -1,38 +1,40 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
 )
 
 // approvalsChecker runs the caller-bound approval checks against a server with the demo tools
-// and --auth-tokens: owner, other and approver are tokens of three labels, every tool in
-// scope; only approver has "approves" globs (matching the batches' tools).
+// and --auth-tokens: owner, other and approver are clients with the tokens of three labels,
+// every tool in scope; only approver has "approves" globs (matching the batches' tools).
 type approvalsChecker struct {
-	client                 pb.ToolServiceClient
-	owner, other, approver string
-	resume                 *pb.ResumeBatchRequest // the batch another caller tried to resume
+	owner, other, approver *llmworker.Client
+	resumeToken            string // the batch another caller tried to resume
 }
 
 // runApprovals checks that a batch paused for approval belongs to the caller that sent it:
 // another caller's ResumeBatch is refused (RESUME_FORBIDDEN) and consumes nothing, the owner
 // resumes it afterwards with the same token, and an approver decides another caller's batch.
 func runApprovals(target, owner, other, approver string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
-	if err != nil {
-		return fmt.Errorf("approvals connect: %w", err)
+	var clients []*llmworker.Client
+	for _, token := range []string{owner, other, approver} {
+		client, err := llmworker.Dial(target, llmworker.WithToken(token),
+			llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
+		if err != nil {
+			return fmt.Errorf("approvals connect: %w", err)
+		}
+		defer client.Close()
+		clients = append(clients, client)
 	}
-	defer conn.Close()
-	a := &approvalsChecker{client: pb.NewToolServiceClient(conn), owner: owner, other: other, approver: approver}
+	a := &approvalsChecker{owner: clients[0], other: clients[1], approver: clients[2]}
 	checks := []struct {
 		name, ok string
 		run      func() error
@@ -50,67 +52,64 @@ func runApprovals(target, owner, other, approver string) error {
 	return nil
 }
 
-// pause stores key with the owner's token, then sends the owner's batch of an echo and a
-// kv_delete of key: paused at the kv_delete. It returns the ResumeBatch approving it.
-func (a *approvalsChecker) pause(key string) (*pb.ResumeBatchRequest, error) {
-	input := fmt.Sprintf(`{"key":%q}`, key)
-	set, err := a.client.CallTool(bearer(a.owner), call("", "kv_set", fmt.Sprintf(`{"key":%q,"value":"v"}`, key)))
+// pause stores key as the owner, then sends the owner's batch of an echo and a kv_delete of
+// key: paused at the kv_delete. It returns the batch's resume token.
+func (a *approvalsChecker) pause(key string) (string, error) {
+	ctx := context.Background()
+	set, err := a.owner.CallTool(ctx, "kv_set", map[string]string{"key": key, "value": "v"})
 	if err != nil || set.Output != "ok" {
-		return nil, fmt.Errorf("kv_set %s: output %q err %v", key, set.GetOutput(), err)
+		return "", fmt.Errorf("kv_set %s: %v err %v", key, set, err)
 	}
-	reply, err := a.client.CallTools(bearer(a.owner), &pb.CallToolsRequest{Calls: []*pb.CallToolRequest{
-		call("e", "echo", `{"text":"hi"}`),
-		call("d", "kv_delete", input),
-	}})
+	outcome, err := a.owner.CallTools(ctx, []llmworker.Call{
+		{ID: "e", Name: "echo", Input: map[string]string{"text": "hi"}},
+		{ID: "d", Name: "kv_delete", Input: map[string]string{"key": key}},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("CallTools as the owner: %w", err)
+		return "", fmt.Errorf("CallTools as the owner: %w", err)
 	}
-	paused := reply.GetPaused()
+	paused := outcome.Paused
 	if paused == nil || paused.ResumeToken == "" || paused.PausedCallId != "d" {
-		return nil, fmt.Errorf("outcome %v, want paused at d with a resume token", reply)
+		return "", fmt.Errorf("outcome %v, want paused at d with a resume token", outcome)
 	}
-	return &pb.ResumeBatchRequest{ResumeToken: paused.ResumeToken, Decisions: []*pb.CallDecision{
-		{CallId: "d", Decision: &pb.CallDecision_Approve{Approve: &pb.Approval{}}},
-	}}, nil
+	return paused.ResumeToken, nil
 }
 
-// resumed verifies that resume, with token, completes the batch pause sent: e "hi", d "deleted".
-func (a *approvalsChecker) resumed(token string, resume *pb.ResumeBatchRequest) error {
-	reply, err := a.client.ResumeBatch(bearer(token), resume)
+// resumed verifies that client, approving d, completes the batch pause sent: e "hi", d "deleted".
+func resumed(client *llmworker.Client, resumeToken string) error {
+	outcome, err := client.Resume(context.Background(), resumeToken, llmworker.Approve("d"))
 	if err != nil {
 		return fmt.Errorf("ResumeBatch: %w", err)
 	}
-	results := reply.GetCompleted().GetResults()
-	if ids := resultIDs(results); !slices.Equal(ids, []string{"e", "d"}) {
-		return fmt.Errorf("outcome %v, want completed with results e, d", reply)
+	if ids := resultIDs(outcome.Completed); !slices.Equal(ids, []string{"e", "d"}) {
+		return fmt.Errorf("outcome %v, want completed with results e, d", outcome)
 	}
-	return errors.Join(resultOK(results[0], "hi"), resultOK(results[1], "deleted"))
+	return errors.Join(resultOK(outcome.Completed[0], "hi"), resultOK(outcome.Completed[1], "deleted"))
 }
 
 // otherCannotResume: the owner pauses a batch; another caller's ResumeBatch is refused.
 func (a *approvalsChecker) otherCannotResume() error {
-	resume, err := a.pause("approvals-owned")
+	token, err := a.pause("approvals-owned")
 	if err != nil {
 		return err
 	}
-	a.resume = resume
-	_, err = a.client.ResumeBatch(bearer(a.other), resume)
+	a.resumeToken = token
+	_, err = a.other.Resume(context.Background(), token, llmworker.Approve("d"))
 	return rpcError(err, codes.PermissionDenied, "RESUME_FORBIDDEN")
 }
 
 // ownerResumes: the refused attempt consumed nothing, so the owner resumes with the same token.
 func (a *approvalsChecker) ownerResumes() error {
-	if a.resume == nil {
+	if a.resumeToken == "" {
 		return errors.New("no paused batch: the previous check failed")
 	}
-	return a.resumed(a.owner, a.resume)
+	return resumed(a.owner, a.resumeToken)
 }
 
 // approverDecides: the owner pauses another batch; the approver resumes it.
 func (a *approvalsChecker) approverDecides() error {
-	resume, err := a.pause("approvals-approved")
+	token, err := a.pause("approvals-approved")
 	if err != nil {
 		return err
 	}
-	return a.resumed(a.approver, resume)
+	return resumed(a.approver, token)
 }

@@ -9,12 +9,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // unknownBearer is a bearer token no --auth-tokens file of the tests holds.
@@ -47,13 +45,12 @@ func authScope(token, tools, forbidden string) ([]string, error) {
 	return names, nil
 }
 
-// authChecker runs the caller-token checks against a server started with --auth-tokens.
+// authChecker runs the caller-token checks against a server started with --auth-tokens:
+// anonymous sends no token, unknown a token the server does not know, caller the token.
 type authChecker struct {
-	conn      *grpc.ClientConn
-	client    pb.ToolServiceClient
-	token     string
-	tools     []string
-	forbidden string
+	anonymous, unknown, caller *llmworker.Client
+	tools                      []string
+	forbidden                  string
 }
 
 // runAuth checks a server started with --auth-tokens, where token may call exactly tools
@@ -61,14 +58,17 @@ type authChecker struct {
 // refused (UNAUTHENTICATED), the listing showing the token's tools only, echo answering, and
 // CallTool and CallTools of forbidden refused (PERMISSION_DENIED, TOOL_FORBIDDEN, naming it).
 func runAuth(target, token string, tools []string, forbidden string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
-	if err != nil {
-		return fmt.Errorf("auth connect: %w", err)
+	var clients []*llmworker.Client
+	for _, token := range []string{"", unknownBearer, token} {
+		client, err := llmworker.Dial(target, llmworker.WithToken(token),
+			llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
+		if err != nil {
+			return fmt.Errorf("auth connect: %w", err)
+		}
+		defer client.Close()
+		clients = append(clients, client)
 	}
-	defer conn.Close()
-	a := &authChecker{conn: conn, client: pb.NewToolServiceClient(conn), token: token, tools: tools, forbidden: forbidden}
+	a := &authChecker{anonymous: clients[0], unknown: clients[1], caller: clients[2], tools: tools, forbidden: forbidden}
 	checks := []struct {
 		name, ok string
 		run      func() error
@@ -91,14 +91,9 @@ func runAuth(target, token string, tools []string, forbidden string) error {
 	return nil
 }
 
-// bearer is a context sending token as "authorization: Bearer <token>" metadata.
-func bearer(token string) context.Context {
-	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
-}
-
 // health: grpc.health.v1.Health/Check, without metadata, answers SERVING.
 func (a *authChecker) health() error {
-	reply, err := healthpb.NewHealthClient(a.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	reply, err := healthpb.NewHealthClient(a.anonymous.Conn()).Check(context.Background(), &healthpb.HealthCheckRequest{})
 	if err != nil {
 		return fmt.Errorf("Health/Check: %w", err)
 	}
@@ -110,33 +105,33 @@ func (a *authChecker) health() error {
 
 // noToken: the listing without metadata fails UNAUTHENTICATED.
 func (a *authChecker) noToken() error {
-	_, err := a.client.ListDefinitionsSorted(context.Background(), &pb.ListDefinitionsSortedRequest{})
+	_, err := a.anonymous.ListDefinitions(context.Background())
 	return rpcError(err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 
 // unknownToken: the listing with a token the server does not know fails UNAUTHENTICATED.
 func (a *authChecker) unknownToken() error {
-	_, err := a.client.ListDefinitionsSorted(bearer(unknownBearer), &pb.ListDefinitionsSortedRequest{})
+	_, err := a.unknown.ListDefinitions(context.Background())
 	return rpcError(err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 
 // invalidWithoutToken: a CallTool without a name and without a token fails UNAUTHENTICATED,
 // not INVALID_ARGUMENT: the caller is checked before the request is read.
 func (a *authChecker) invalidWithoutToken() error {
-	_, err := a.client.CallTool(context.Background(), &pb.CallToolRequest{})
+	_, err := a.anonymous.Service().CallTool(context.Background(), &pb.CallToolRequest{})
 	return rpcError(err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 
 // listing: with the token, the listing has exactly the tools it may call, sorted, and its
 // fingerprint answers unchanged.
 func (a *authChecker) listing() error {
-	ctx := bearer(a.token)
-	listed, err := a.client.ListDefinitionsSorted(ctx, &pb.ListDefinitionsSortedRequest{})
+	ctx := context.Background()
+	listed, err := a.caller.ListDefinitions(ctx)
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(listed.Definitions))
-	for _, definition := range listed.Definitions {
+	names := make([]string, 0, len(listed.Tools))
+	for _, definition := range listed.Tools {
 		names = append(names, definition.Name)
 	}
 	if !slices.Equal(names, a.tools) {
@@ -145,7 +140,7 @@ func (a *authChecker) listing() error {
 	if listed.Fingerprint == "" {
 		return errors.New("no fingerprint")
 	}
-	again, err := a.client.ListDefinitionsSorted(ctx, &pb.ListDefinitionsSortedRequest{KnownFingerprint: listed.Fingerprint})
+	again, err := a.caller.Service().ListDefinitionsSorted(ctx, &pb.ListDefinitionsSortedRequest{KnownFingerprint: listed.Fingerprint})
 	if err != nil || !again.Unchanged || len(again.Definitions) != 0 {
 		return fmt.Errorf("with known fingerprint %s: unchanged=%v definitions=%d err=%v",
 			listed.Fingerprint, again.GetUnchanged(), len(again.GetDefinitions()), err)
@@ -155,19 +150,20 @@ func (a *authChecker) listing() error {
 
 // callAllowed: with the token, echo answers.
 func (a *authChecker) callAllowed() error {
-	reply, err := a.client.CallTool(bearer(a.token), call("", "echo", `{"text":"auth"}`))
+	reply, err := a.caller.CallTool(context.Background(), "echo", map[string]string{"text": "auth"})
 	if err != nil || reply.Output != "auth" {
-		return fmt.Errorf("echo: output %q err %v, want \"auth\"", reply.GetOutput(), err)
+		return fmt.Errorf("echo: %v err %v, want \"auth\"", reply, err)
 	}
 	return nil
 }
 
 // forbiddenError verifies a TOOL_FORBIDDEN refusal (PERMISSION_DENIED) naming the forbidden tool.
 func (a *authChecker) forbiddenError(err error) error {
-	if err := rpcError(err, codes.PermissionDenied, "TOOL_FORBIDDEN"); err != nil {
+	failed, err := failure(err, codes.PermissionDenied, "TOOL_FORBIDDEN")
+	if err != nil {
 		return err
 	}
-	if tool := errorInfo(status.Convert(err)).Metadata["tool"]; tool != a.forbidden {
+	if tool := failed.Metadata["tool"]; tool != a.forbidden {
 		return fmt.Errorf("ErrorInfo metadata tool %q, want %q", tool, a.forbidden)
 	}
 	return nil
@@ -175,7 +171,7 @@ func (a *authChecker) forbiddenError(err error) error {
 
 // forbiddenTool: with the token, CallTool of a tool outside its scope is refused.
 func (a *authChecker) forbiddenTool() error {
-	_, err := a.client.CallTool(bearer(a.token), call("", a.forbidden, "{}"))
+	_, err := a.caller.CallTool(context.Background(), a.forbidden, nil)
 	if err := a.forbiddenError(err); err != nil {
 		return fmt.Errorf("CallTool %s: %w", a.forbidden, err)
 	}
@@ -184,10 +180,10 @@ func (a *authChecker) forbiddenTool() error {
 
 // forbiddenBatch: with the token, CallTools with an allowed and a forbidden call is refused.
 func (a *authChecker) forbiddenBatch() error {
-	_, err := a.client.CallTools(bearer(a.token), &pb.CallToolsRequest{Calls: []*pb.CallToolRequest{
+	_, err := a.caller.CallTools(context.Background(), []llmworker.Call{
 		call("a", "echo", `{"text":"x"}`),
 		call("b", a.forbidden, "{}"),
-	}})
+	})
 	if err := a.forbiddenError(err); err != nil {
 		return fmt.Errorf("CallTools echo, %s: %w", a.forbidden, err)
 	}

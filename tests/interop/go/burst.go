@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,11 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
 )
 
 // slowSettle is how long the slow calls get to reach the server's tools before the burst.
@@ -29,18 +27,17 @@ func runBurst(target string, slow, burst int) error {
 	if slow < 0 || burst < 1 {
 		return fmt.Errorf("burst: -slow %d -burst %d, want -slow >= 0 and -burst >= 1", slow, burst)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, err := llmworker.Dial(target)
 	if err != nil {
 		return fmt.Errorf("burst connect: %w", err)
 	}
-	defer conn.Close()
-	client := pb.NewToolServiceClient(conn)
+	defer client.Close()
 
 	slowCtx, cancelSlow := context.WithCancel(context.Background())
 	slowEnded := make(chan error, slow)
 	for range slow {
 		go func() {
-			_, err := client.CallTool(slowCtx, call("", "countdown", `{"n": 300, "delay": 0.1}`))
+			_, err := client.CallTool(slowCtx, "countdown", json.RawMessage(`{"n": 300, "delay": 0.1}`))
 			slowEnded <- err
 		}()
 	}
@@ -68,7 +65,7 @@ func runBurst(target string, slow, burst int) error {
 			<-start
 			ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 			defer cancel()
-			reply, err := client.CallTool(ctx, call("", "echo", `{"text":"x"}`))
+			reply, err := client.CallTool(ctx, "echo", map[string]string{"text": "x"})
 			answers[i] = burstAnswer(reply, err)
 		}()
 	}
@@ -89,24 +86,26 @@ func runBurst(target string, slow, burst int) error {
 	return nil
 }
 
-// burstAnswer names an echo's answer: OK, "CODE REASON" for an llmworker ErrorInfo, or the
-// code, ErrorInfo and message of anything else.
-func burstAnswer(reply *pb.CallToolResponse, err error) string {
+// burstAnswer names an echo's answer: OK, "CODE REASON" for an llmworker ErrorInfo (the
+// SDK's typed error), or the code and message of anything else.
+func burstAnswer(reply *llmworker.Result, err error) string {
 	if err == nil {
 		if reply.Output != "x" {
 			return fmt.Sprintf("OK with output %q", reply.Output)
 		}
 		return "OK"
 	}
-	st := status.Convert(err)
-	info := errorInfo(st)
-	if info != nil && info.Domain == "llmworker" {
-		return fmt.Sprintf("%v %s", codeName(st.Code()), info.Reason)
+	var failed *llmworker.Failure
+	if !errors.As(err, &failed) {
+		return fmt.Sprintf("not a gRPC status: %v", err)
 	}
-	if info != nil {
-		return fmt.Sprintf("%v %s/%s %q", codeName(st.Code()), info.Domain, info.Reason, st.Message())
+	if failed.Reason != "" {
+		if _, typed := llmworker.FromError(err).(llmworker.ConcurrencyLimit); !typed && failed.Reason == "CONCURRENCY_LIMIT" {
+			return fmt.Sprintf("%v %s without its SDK type", codeName(failed.Code), failed.Reason)
+		}
+		return fmt.Sprintf("%v %s", codeName(failed.Code), failed.Reason)
 	}
-	return fmt.Sprintf("%v without ErrorInfo %q", codeName(st.Code()), st.Message())
+	return fmt.Sprintf("%v without an llmworker ErrorInfo %q", codeName(failed.Code), failed.Message)
 }
 
 // answerCounts renders answer counts in a stable order, e.g. "OK=3, RESOURCE_EXHAUSTED CONCURRENCY_LIMIT=297".

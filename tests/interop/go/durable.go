@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,52 +10,43 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // durableDenial is the reason the batch decided by its id is denied with; its result's
 // output gives it.
 const durableDenial = "not by id"
 
-// durableMaxPages bounds the paging of ListPausedBatches, so a next_page_token that never
+// durableMaxBatches bounds the paging of ListPausedBatches, so a next_page_token that never
 // empties fails the check instead of looping forever.
-const durableMaxPages = 10000
+const durableMaxBatches = 10000
 
 // durableChecker runs the checks of paused batches in a store two servers share: a and b
 // are the ToolServices of the two processes, both with the demo tools and the same --state.
 type durableChecker struct {
-	a, b   pb.ToolServiceClient
+	a, b   *llmworker.Client
 	key    string          // unique to this run: Go and Node runs may share the servers
 	paused *pb.PausedBatch // the batch A paused, once paused
-	resume *pb.ResumeBatchRequest
 }
 
 // runDurable checks that a batch paused on one server process is listed, resumed and decided
 // by its id on another sharing its --state, and that its resume token is single use across
 // both.
 func runDurable(targetA, targetB string) error {
-	connA, err := grpc.NewClient(targetA,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	a, err := llmworker.Dial(targetA, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("durable connect A: %w", err)
 	}
-	defer connA.Close()
-	connB, err := grpc.NewClient(targetB,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	defer a.Close()
+	b, err := llmworker.Dial(targetB, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("durable connect B: %w", err)
 	}
-	defer connB.Close()
-	d := &durableChecker{
-		a:   pb.NewToolServiceClient(connA),
-		b:   pb.NewToolServiceClient(connB),
-		key: fmt.Sprintf("durable-go-%d", time.Now().UnixNano()),
-	}
+	defer b.Close()
+	d := &durableChecker{a: a, b: b, key: fmt.Sprintf("durable-go-%d", time.Now().UnixNano())}
 	checks := []struct {
 		name, ok string
 		run      func() error
@@ -75,20 +67,18 @@ func runDurable(targetA, targetB string) error {
 }
 
 // deleteInput is kv_delete's input for key.
-func deleteInput(key string) string {
-	return fmt.Sprintf(`{"key":%q}`, key)
+func deleteInput(key string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"key":%q}`, key))
 }
 
 // pauseDelete sends A a batch of one kv_delete of key (which requires approval): paused at
 // it, with a batch id, a resume token and an expiry, the call pending with its input.
 func (d *durableChecker) pauseDelete(key string) (*pb.PausedBatch, error) {
-	reply, err := d.a.CallTools(context.Background(), &pb.CallToolsRequest{Calls: []*pb.CallToolRequest{
-		call("d", "kv_delete", deleteInput(key)),
-	}})
+	reply, err := d.a.CallTools(context.Background(), []llmworker.Call{{ID: "d", Name: "kv_delete", Input: deleteInput(key)}})
 	if err != nil {
 		return nil, fmt.Errorf("CallTools on A: %w", err)
 	}
-	paused := reply.GetPaused()
+	paused := reply.Paused
 	if paused == nil || paused.ResumeToken == "" || paused.BatchId == "" || paused.PausedCallId != "d" {
 		return nil, fmt.Errorf("outcome %v, want paused at d with a resume token and a batch id", reply)
 	}
@@ -103,41 +93,38 @@ func (d *durableChecker) pauseDelete(key string) (*pb.PausedBatch, error) {
 
 // pendingDelete verifies that pending is the kv_delete of key only, awaiting approval.
 func pendingDelete(pending []*pb.PendingCall, key string) error {
-	want := &pb.PendingCall{CallId: "d", Name: "kv_delete", InputJson: deleteInput(key), AwaitingApproval: true}
+	want := &pb.PendingCall{CallId: "d", Name: "kv_delete", InputJson: string(deleteInput(key)), AwaitingApproval: true}
 	if len(pending) != 1 || !proto.Equal(pending[0], want) {
 		return fmt.Errorf("pending calls %v, want only %v", pending, want)
 	}
 	return nil
 }
 
-// listAll pages through client's ListPausedBatches one batch a page until next_page_token is
-// empty: every batch listed, each once.
-func listAll(client pb.ToolServiceClient) ([]*pb.PausedBatchSummary, error) {
+// listAll pages through client's ListPausedBatches one batch a page (the SDK's PausedBatches
+// follows next_page_token): every batch listed, each once. One raw page checks the size.
+func listAll(client *llmworker.Client) ([]*pb.PausedBatchSummary, error) {
+	page, err := client.Service().ListPausedBatches(context.Background(), &pb.ListPausedBatchesRequest{PageSize: 1})
+	if err != nil {
+		return nil, fmt.Errorf("ListPausedBatches: %w", err)
+	}
+	if len(page.Batches) > 1 {
+		return nil, fmt.Errorf("ListPausedBatches with page_size 1: %d batches", len(page.Batches))
+	}
 	var batches []*pb.PausedBatchSummary
 	seen := map[string]bool{}
-	token := ""
-	for range durableMaxPages {
-		page, err := client.ListPausedBatches(context.Background(),
-			&pb.ListPausedBatchesRequest{PageSize: 1, PageToken: token})
+	for batch, err := range client.PausedBatches(context.Background(), 1) {
 		if err != nil {
-			return nil, fmt.Errorf("ListPausedBatches (page_token %q): %w", token, err)
+			return nil, fmt.Errorf("ListPausedBatches after %d batches: %w", len(batches), err)
 		}
-		if len(page.Batches) > 1 {
-			return nil, fmt.Errorf("ListPausedBatches with page_size 1: %d batches", len(page.Batches))
+		if seen[batch.BatchId] {
+			return nil, fmt.Errorf("ListPausedBatches: batch %s on two pages", batch.BatchId)
 		}
-		for _, batch := range page.Batches {
-			if seen[batch.BatchId] {
-				return nil, fmt.Errorf("ListPausedBatches: batch %s on two pages", batch.BatchId)
-			}
-			seen[batch.BatchId] = true
-			batches = append(batches, batch)
+		seen[batch.BatchId] = true
+		if batches = append(batches, batch); len(batches) > durableMaxBatches {
+			return nil, fmt.Errorf("ListPausedBatches: a next_page_token after %d batches", durableMaxBatches)
 		}
-		if page.NextPageToken == "" {
-			return batches, nil
-		}
-		token = page.NextPageToken
 	}
-	return nil, fmt.Errorf("ListPausedBatches: a next_page_token after %d pages", durableMaxPages)
+	return batches, nil
 }
 
 // listedIDs lists the batch ids of batches.
@@ -156,9 +143,6 @@ func (d *durableChecker) pausedOnA() error {
 		return err
 	}
 	d.paused = paused
-	d.resume = &pb.ResumeBatchRequest{ResumeToken: paused.ResumeToken, Decisions: []*pb.CallDecision{
-		{CallId: "d", Decision: &pb.CallDecision_Approve{Approve: &pb.Approval{}}},
-	}}
 	return nil
 }
 
@@ -201,18 +185,18 @@ func (d *durableChecker) listedOnB() error {
 // resumedOnB: B takes A's resume token, approving the kv_delete, and runs it on its own
 // store (the demo key-value store is per process): B stores the key first, so "deleted".
 func (d *durableChecker) resumedOnB() error {
-	if d.resume == nil {
+	if d.paused == nil {
 		return fmt.Errorf("no paused batch: the previous check failed")
 	}
-	set, err := d.b.CallTool(context.Background(), call("", "kv_set", fmt.Sprintf(`{"key":%q,"value":"v"}`, d.key)))
+	set, err := d.b.CallTool(context.Background(), "kv_set", map[string]string{"key": d.key, "value": "v"})
 	if err != nil || set.Output != "ok" {
-		return fmt.Errorf("kv_set %s on B: output %q err %v", d.key, set.GetOutput(), err)
+		return fmt.Errorf("kv_set %s on B: %v err %v", d.key, set, err)
 	}
-	reply, err := d.b.ResumeBatch(context.Background(), d.resume)
+	reply, err := d.b.Resume(context.Background(), d.paused.ResumeToken, llmworker.Approve("d"))
 	if err != nil {
 		return fmt.Errorf("ResumeBatch on B: %w", err)
 	}
-	results := reply.GetCompleted().GetResults()
+	results := reply.Completed
 	if ids := resultIDs(results); !slices.Equal(ids, []string{"d"}) {
 		return fmt.Errorf("outcome %v, want completed with result d", reply)
 	}
@@ -221,10 +205,10 @@ func (d *durableChecker) resumedOnB() error {
 
 // secondResumeRefused: the token B used is used up on A too.
 func (d *durableChecker) secondResumeRefused() error {
-	if d.resume == nil {
+	if d.paused == nil {
 		return fmt.Errorf("no paused batch: the previous check failed")
 	}
-	_, err := d.a.ResumeBatch(context.Background(), d.resume)
+	_, err := d.a.Resume(context.Background(), d.paused.ResumeToken, llmworker.Approve("d"))
 	if err := rpcError(err, codes.NotFound, "RESUME_TOKEN_UNKNOWN"); err != nil {
 		return fmt.Errorf("ResumeBatch on A with the used token: %w", err)
 	}
@@ -239,14 +223,11 @@ func (d *durableChecker) decidedByBatchID() error {
 	if err != nil {
 		return err
 	}
-	reply, err := d.b.ResumeBatch(context.Background(), &pb.ResumeBatchRequest{BatchId: paused.BatchId,
-		Decisions: []*pb.CallDecision{
-			{CallId: "d", Decision: &pb.CallDecision_Deny{Deny: &pb.Denial{Reason: durableDenial}}},
-		}})
+	reply, err := d.b.Decide(context.Background(), paused.BatchId, llmworker.Deny("d", durableDenial))
 	if err != nil {
 		return fmt.Errorf("ResumeBatch on B by batch id %s: %w", paused.BatchId, err)
 	}
-	results := reply.GetCompleted().GetResults()
+	results := reply.Completed
 	if ids := resultIDs(results); !slices.Equal(ids, []string{"d"}) {
 		return fmt.Errorf("outcome %v, want completed with result d", reply)
 	}
@@ -259,7 +240,7 @@ func (d *durableChecker) decidedByBatchID() error {
 	decided := []string{d.paused.GetBatchId(), paused.BatchId}
 	for _, server := range []struct {
 		name   string
-		client pb.ToolServiceClient
+		client *llmworker.Client
 	}{{"B", d.b}, {"A", d.a}} {
 		batches, err := listAll(server.client)
 		if err != nil {

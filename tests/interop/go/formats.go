@@ -13,9 +13,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // jsonObject is a JSON object whose values are decoded on demand.
@@ -26,25 +26,23 @@ type jsonObject map[string]json.RawMessage
 // it is the last entry).
 type formatCase struct {
 	name    string
-	request *pb.ListDefinitionsSortedRequest
+	format  pb.DefinitionFormat
+	options []llmworker.ListOption
 	file    string
 	entry   func(entry jsonObject, i int, last bool) error
 }
 
 func runFormats(target, dir string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("formats connect: %w", err)
 	}
-	defer conn.Close()
-	client := pb.NewToolServiceClient(conn)
+	defer client.Close()
 
 	cases := []formatCase{
-		{"openai_chat_strict", &pb.ListDefinitionsSortedRequest{Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT_STRICT},
+		{"openai_chat_strict", pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT_STRICT, nil,
 			"openai_chat_strict.json", openAIChatStrictEntry},
-		{"anthropic", &pb.ListDefinitionsSortedRequest{Format: pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC, AnthropicCacheControl: true},
+		{"anthropic", pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC, []llmworker.ListOption{llmworker.WithCacheControl()},
 			"anthropic.json", anthropicEntry},
 	}
 	fingerprints := map[string]string{}
@@ -58,7 +56,7 @@ func runFormats(target, dir string) error {
 	}
 
 	known := fingerprints["openai_chat_strict"]
-	again, err := client.ListDefinitionsSorted(context.Background(), &pb.ListDefinitionsSortedRequest{
+	again, err := client.Service().ListDefinitionsSorted(context.Background(), &pb.ListDefinitionsSortedRequest{
 		Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT_STRICT, KnownFingerprint: known})
 	if err != nil {
 		return fmt.Errorf("formats unchanged: %w", err)
@@ -69,7 +67,7 @@ func runFormats(target, dir string) error {
 	}
 	fmt.Println("OK formats unchanged for a known fingerprint")
 
-	_, err = client.ListDefinitionsSorted(context.Background(), &pb.ListDefinitionsSortedRequest{Format: pb.DefinitionFormat(99)})
+	_, err = client.ListDefinitionsIn(context.Background(), pb.DefinitionFormat(99))
 	if err := rpcError(err, codes.InvalidArgument, "INVALID_REQUEST"); err != nil {
 		return fmt.Errorf("formats unknown format: %w", err)
 	}
@@ -77,7 +75,7 @@ func runFormats(target, dir string) error {
 
 	checks := []struct {
 		name, ok string
-		run      func(pb.ToolServiceClient) error
+		run      func(*llmworker.Client) error
 	}{
 		{"provider openai_chat", "provider tool calls answered in openai_chat", providerOpenAIChat},
 		{"provider anthropic", "provider tool calls paused and resumed in anthropic", providerAnthropicResumed},
@@ -103,7 +101,7 @@ func jsonText(value any) string {
 
 // providerOpenAIChat runs an OpenAI Chat assistant message with a known and an unknown tool
 // call: the answer is the {"role":"tool"} messages, the unknown tool's as its error text.
-func providerOpenAIChat(client pb.ToolServiceClient) error {
+func providerOpenAIChat(client *llmworker.Client) error {
 	output := jsonText(map[string]any{
 		"role": "assistant",
 		"tool_calls": []any{
@@ -113,19 +111,18 @@ func providerOpenAIChat(client pb.ToolServiceClient) error {
 				"function": map[string]any{"name": "no_such_tool", "arguments": "{}"}},
 		},
 	})
-	reply, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{
-		Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT, ModelOutputJson: output})
+	answered, paused, err := client.RunProviderToolCalls(context.Background(),
+		pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT, json.RawMessage(output))
 	if err != nil {
 		return err
 	}
-	answered, ok := reply.Outcome.(*pb.RunProviderToolCallsResponse_ResultsMessageJson)
-	if !ok {
-		return fmt.Errorf("outcome %v, want results_message_json", reply)
+	if paused != nil {
+		return fmt.Errorf("paused %v, want results_message_json", paused)
 	}
 	want := `[{"content":"hi","role":"tool","tool_call_id":"call_1"},` +
 		`{"content":"Tool 'no_such_tool' not found","role":"tool","tool_call_id":"call_2"}]`
-	if answered.ResultsMessageJson != want {
-		return fmt.Errorf("results_message_json\n got  %s\n want %s", answered.ResultsMessageJson, want)
+	if string(answered) != want {
+		return fmt.Errorf("results_message_json\n got  %s\n want %s", answered, want)
 	}
 	return nil
 }
@@ -133,10 +130,10 @@ func providerOpenAIChat(client pb.ToolServiceClient) error {
 // providerAnthropicResumed runs an Anthropic assistant message whose second tool_use needs
 // approval: the batch pauses, and ResumeBatch approving it completes with the user message
 // of tool_result blocks.
-func providerAnthropicResumed(client pb.ToolServiceClient) error {
-	set, err := client.CallTool(context.Background(), call("", "kv_set", `{"key":"fa","value":"1"}`))
+func providerAnthropicResumed(client *llmworker.Client) error {
+	set, err := client.CallTool(context.Background(), "kv_set", map[string]string{"key": "fa", "value": "1"})
 	if err != nil || set.Output != "ok" {
-		return fmt.Errorf("kv_set fa: output %q err %v", set.GetOutput(), err)
+		return fmt.Errorf("kv_set fa: %v err %v", set, err)
 	}
 	output := jsonText(map[string]any{
 		"role": "assistant",
@@ -145,14 +142,13 @@ func providerAnthropicResumed(client pb.ToolServiceClient) error {
 			map[string]any{"type": "tool_use", "id": "toolu_2", "name": "kv_delete", "input": map[string]any{"key": "fa"}},
 		},
 	})
-	reply, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{
-		Format: pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC, ModelOutputJson: output})
+	answered, paused, err := client.RunProviderToolCalls(context.Background(),
+		pb.DefinitionFormat_DEFINITION_FORMAT_ANTHROPIC, json.RawMessage(output))
 	if err != nil {
 		return err
 	}
-	paused := reply.GetPaused()
 	if paused == nil {
-		return fmt.Errorf("outcome %v, want paused", reply)
+		return fmt.Errorf("answered %s, want paused", answered)
 	}
 	if paused.ResumeToken == "" {
 		return fmt.Errorf("paused without a resume_token: %v", paused)
@@ -168,11 +164,9 @@ func providerAnthropicResumed(client pb.ToolServiceClient) error {
 	if want := []pending{{"toolu_1", false}, {"toolu_2", true}}; !slices.Equal(got, want) {
 		return fmt.Errorf("pending_calls %v (id, awaiting_approval), want %v", got, want)
 	}
-	resumed, err := client.ResumeBatch(context.Background(), &pb.ResumeBatchRequest{
-		ResumeToken: paused.ResumeToken,
-		Decisions: []*pb.CallDecision{
-			{CallId: "toolu_2", Decision: &pb.CallDecision_Approve{Approve: &pb.Approval{}}},
-		}})
+	// The SDK's Resume gives results; the provider format's message comes with the raw stub.
+	resumed, err := client.Service().ResumeBatch(context.Background(), &pb.ResumeBatchRequest{
+		ResumeToken: paused.ResumeToken, Decisions: []llmworker.Decision{llmworker.Approve("toolu_2")}})
 	if err != nil {
 		return fmt.Errorf("ResumeBatch: %w", err)
 	}
@@ -190,23 +184,34 @@ func providerAnthropicResumed(client pb.ToolServiceClient) error {
 
 // providerWithoutFormat sends model output without a format: INVALID_ARGUMENT /
 // INVALID_REQUEST.
-func providerWithoutFormat(client pb.ToolServiceClient) error {
-	_, err := client.RunProviderToolCalls(context.Background(), &pb.RunProviderToolCallsRequest{ModelOutputJson: "{}"})
+func providerWithoutFormat(client *llmworker.Client) error {
+	_, _, err := client.RunProviderToolCalls(context.Background(), pb.DefinitionFormat_DEFINITION_FORMAT_UNSPECIFIED, json.RawMessage("{}"))
 	return rpcError(err, codes.InvalidArgument, "INVALID_REQUEST")
 }
 
 // checkFormat lists the definitions in one format, checks them against the file Python
 // wrote and the format's shape, and returns the fingerprint.
-func checkFormat(client pb.ToolServiceClient, dir string, c formatCase) (string, error) {
+func checkFormat(client *llmworker.Client, dir string, c formatCase) (string, error) {
 	want, err := os.ReadFile(filepath.Join(dir, c.file))
 	if err != nil {
 		return "", err
 	}
-	listed, err := client.ListDefinitionsSorted(context.Background(), c.request)
+	got, err := client.ListDefinitionsIn(context.Background(), c.format, c.options...)
 	if err != nil {
 		return "", err
 	}
-	got := []byte(listed.DefinitionsJson)
+	// The fingerprint and the rest of the response come with the raw stub.
+	request := &pb.ListDefinitionsSortedRequest{Format: c.format}
+	for _, option := range c.options {
+		option(request)
+	}
+	listed, err := client.Service().ListDefinitionsSorted(context.Background(), request)
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Equal(got, []byte(listed.DefinitionsJson)) {
+		return "", fmt.Errorf("ListDefinitionsIn and the stub differ:\n %s\n %s", got, listed.DefinitionsJson)
+	}
 	if !bytes.Equal(got, want) {
 		at := 0
 		for at < len(got) && at < len(want) && got[at] == want[at] {

@@ -13,10 +13,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc/metadata"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // outsideGlobs is a tool name outside alpha's tools ("go_*").
@@ -24,21 +24,6 @@ const outsideGlobs = "other_tool"
 
 // dialSettle is how long a connection the server should not have opened gets to be accepted.
 const dialSettle = 200 * time.Millisecond
-
-// servedTools are the provider's tools answering GetTool too, so the registry's registration
-// check compares the definition registered with the one served.
-type servedTools struct {
-	tools
-}
-
-func (servedTools) GetTool(_ context.Context, request *pb.GetToolRequest) (*pb.GetToolResponse, error) {
-	for _, definition := range providerDefinitions {
-		if definition.Name == request.Name {
-			return &pb.GetToolResponse{Definition: definition}, nil
-		}
-	}
-	return nil, status.Errorf(codes.NotFound, "Tool '%s' not found", request.Name)
-}
 
 // dialCounter counts the connections to a listener that nothing should dial.
 type dialCounter struct {
@@ -78,10 +63,11 @@ func runIdentity(registryTarget, alpha, bravo string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	server := grpc.NewServer()
-	pb.RegisterToolServiceServer(server, servedTools{})
-	go func() { _ = server.Serve(listener) }()
-	defer server.Stop()
+	_, stop, err := serveTools(listener, false)
+	if err != nil {
+		return err
+	}
+	defer stop()
 
 	port := strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)
 	c := &identityChecker{alpha: alpha, bravo: bravo, target: listener.Addr().String(),
@@ -124,14 +110,9 @@ func runIdentity(registryTarget, alpha, bravo string) error {
 	return nil
 }
 
-// servedDefinition is a copy of the provider's definition of name, to edit.
-func servedDefinition(name string) *pb.ToolDefinition {
-	for _, d := range providerDefinitions {
-		if d.Name == name {
-			return proto.Clone(d).(*pb.ToolDefinition)
-		}
-	}
-	panic("no provider definition " + name)
+// bearer is a context sending token as "authorization: Bearer <token>" metadata.
+func bearer(token string) context.Context {
+	return metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
 }
 
 // register asks the registry, as the identity of token, to take definition at target.
@@ -148,10 +129,11 @@ func (c *identityChecker) unregister(token, name string) error {
 
 // refused verifies that err is code and reason, with a message holding want.
 func refused(err error, code codes.Code, reason, want string) error {
-	if err := rpcError(err, code, reason); err != nil {
+	failed, err := failure(err, code, reason)
+	if err != nil {
 		return err
 	}
-	if message := status.Convert(err).Message(); !strings.Contains(message, want) {
+	if message := failed.Message; !strings.Contains(message, want) {
 		return fmt.Errorf("message %q does not hold %q", message, want)
 	}
 	return nil
@@ -186,7 +168,7 @@ func (c *identityChecker) toolOutsideGlobs() error {
 	if err := refused(err, codes.PermissionDenied, "PROVIDER_FORBIDDEN", "'"+outsideGlobs+"'"); err != nil {
 		return err
 	}
-	if tool := errorInfo(status.Convert(err)).Metadata["tool"]; tool != outsideGlobs {
+	if tool := llmworker.FromError(err).(llmworker.ProviderForbidden).Metadata["tool"]; tool != outsideGlobs {
 		return fmt.Errorf("ErrorInfo metadata tool %q, want %q", tool, outsideGlobs)
 	}
 	return nil

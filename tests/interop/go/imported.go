@@ -4,35 +4,29 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
 )
 
 // runImported calls tools a server imported from an MCP server (tests/mcp_import's fixture,
 // prefixed "sdk"): a structured result, progress on CallToolStream, and an MCP isError
 // result as UNKNOWN / TOOL_EXECUTION_FAILED with the MCP server's text.
 func runImported(target string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("imported connect: %w", err)
 	}
-	defer conn.Close()
-	client := pb.NewToolServiceClient(conn)
+	defer client.Close()
 	checks := []struct {
 		ok  string
 		run func() error
 	}{
 		{"a structured result", func() error {
-			reply, err := client.CallTool(context.Background(), call("", "sdk__weather", `{"city": "Oslo"}`))
+			reply, err := client.CallTool(context.Background(), "sdk__weather", map[string]string{"city": "Oslo"})
 			if err != nil {
 				return err
 			}
@@ -40,35 +34,27 @@ func runImported(target string) error {
 				City    string  `json:"city"`
 				Celsius float64 `json:"celsius"`
 			}
-			if err := json.Unmarshal([]byte(reply.StructuredOutputJson), &weather); err != nil {
-				return fmt.Errorf("structured output %q: %w", reply.StructuredOutputJson, err)
+			if err := json.Unmarshal(reply.Structured, &weather); err != nil {
+				return fmt.Errorf("structured output %q: %w", reply.Structured, err)
 			}
 			if weather.City != "Oslo" || weather.Celsius != 21.5 {
-				return fmt.Errorf("structured output %q", reply.StructuredOutputJson)
+				return fmt.Errorf("structured output %q", reply.Structured)
 			}
 			return nil
 		}},
 		{"progress then the result on CallToolStream", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 			defer cancel()
-			stream, err := client.CallToolStream(ctx, call("", "sdk__slow", `{"steps": 3, "delay": 0.05}`))
-			if err != nil {
-				return err
-			}
 			progress, result := 0, ""
-			for {
-				event, err := stream.Recv()
-				if err == io.EOF {
-					break
-				}
+			for event, err := range client.CallToolStream(ctx, "sdk__slow", json.RawMessage(`{"steps": 3, "delay": 0.05}`)) {
 				if err != nil {
 					return err
 				}
-				if event.GetProgress() != nil {
+				if event.Progress != nil {
 					progress++
 				}
-				if event.GetResult() != nil {
-					result = event.GetResult().Output
+				if event.Result != nil {
+					result = event.Result.Output
 				}
 			}
 			if progress == 0 || result != "done after 3 steps" {
@@ -77,11 +63,12 @@ func runImported(target string) error {
 			return nil
 		}},
 		{"an MCP error result is TOOL_EXECUTION_FAILED", func() error {
-			_, err := client.CallTool(context.Background(), call("", "sdk__fail", `{"reason": "disk full"}`))
-			if err := rpcError(err, codes.Unknown, "TOOL_EXECUTION_FAILED"); err != nil {
+			_, err := client.CallTool(context.Background(), "sdk__fail", map[string]string{"reason": "disk full"})
+			failed, err := failure(err, codes.Unknown, "TOOL_EXECUTION_FAILED")
+			if err != nil {
 				return err
 			}
-			if message := status.Convert(err).Message(); !strings.Contains(message, "disk full") {
+			if message := failed.Message; !strings.Contains(message, "disk full") {
 				return fmt.Errorf("message %q does not carry the MCP server's text", message)
 			}
 			return nil

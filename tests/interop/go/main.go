@@ -1,7 +1,10 @@
-// Command interop exercises the llmworker gRPC contract from Go.
+// Command interop exercises the llmworker gRPC contract from Go, through the Go SDK
+// (sdk/go): its client (llmworker.Dial, typed errors, calls, streams, batches, watches,
+// TLS, tokens, balancing), its provider package, and its generated stubs (llmworkerv1) for
+// what a check sends raw on purpose or the SDK does not wrap (the internal ToolRegistry).
 //
 //	interop client    -target HOST:PORT -fingerprint HEX
-//	interop provider  -registry TARGET[,TARGET...] -token TOKEN [-port N] [-renew DURATION]
+//	interop provider  -registry TARGET[,TARGET...] -token TOKEN [-port N] [-renew DURATION] [-no-health]
 //	interop agent     -target HOST:PORT
 //	interop formats   -target HOST:PORT -expect DIR
 //	interop stream    -target HOST:PORT
@@ -14,14 +17,16 @@
 //	interop approvals -target HOST:PORT -owner TOKEN -other TOKEN -approver TOKEN
 //	interop numbers   -target HOST:PORT
 //	interop durable   -a HOST:PORT -b HOST:PORT
+//	interop reasons   -target HOST:PORT -registry TARGET -token TOKEN
 //
 // The client checks listing, fingerprints, calls, error statuses and deadlines and prints one
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
-// provider serves the Go tools "go_reverse" and "go_whoami", registers them with a server's
-// internal ToolRegistry (each of a comma-separated list), prints "READY <port>" and serves
-// until SIGTERM; with -renew it retries every target that failed, prints "READY <port>" once
-// all accepted, and renews every registration at that interval (-port keeps its address, so a
-// restarted provider's registration is a renewal). The agent checks the
+// provider serves the Go tools "go_reverse" and "go_whoami" (the SDK's provider, with gRPC
+// health unless -no-health), registers them with a server's internal ToolRegistry (each of a
+// comma-separated list), prints "READY <port>" and serves until SIGTERM, when it unregisters
+// them; with -renew it retries every target that failed, prints "READY <port>" once all
+// accepted, and the SDK renews every registration at that interval (-port keeps its address,
+// so a restarted provider's registration is a renewal). The agent checks the
 // agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
 // The stream checks CallToolStream on the demo tools (events in order, the result last,
 // CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the
@@ -58,6 +63,11 @@
 // ListPausedBatches (paged one batch at a time) and resumed there with its token, which -a
 // then refuses (RESUME_TOKEN_UNKNOWN); another is denied on -b by its batch_id, and neither
 // is listed afterwards.
+// The reasons provokes, as the SDK's typed errors, the reasons no other check reaches, on a
+// server with the demo tools, an internal registry (-token), --tool-timeout countdown=0.3 and
+// --max-paused-batches 1: DUPLICATE_NAME, TOOL_TIMEOUT, PAUSED_BATCHES_FULL,
+// PROVIDER_UNAVAILABLE (a Go provider that stopped) and REGISTRY_LOCKED (it locks the
+// registry last).
 package main
 
 import (
@@ -68,7 +78,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers|durable|search|imported [flags]")
+		fmt.Fprintln(os.Stderr, "usage: interop client|provider|agent|formats|stream|watch|tls|auth|balance|burst|identity|approvals|numbers|durable|search|imported|reasons [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -85,8 +95,9 @@ func main() {
 		token := flags.String("token", "", "the server's registry token")
 		port := flags.Int("port", 0, "the port to serve the tools on (0: any; a fixed one keeps the provider's address across restarts)")
 		renew := flags.Duration("renew", 0, "retry failed registrations and renew them all this often, e.g. 500ms (0: register once, any failure ends it)")
+		noHealth := flags.Bool("no-health", false, "serve the tools without grpc.health.v1 (the server then checks the provider with GetTool)")
 		_ = flags.Parse(os.Args[2:])
-		err = runProvider(*registry, *token, *port, *renew)
+		err = runProvider(*registry, *token, *port, *renew, *noHealth)
 	case "agent":
 		flags := flag.NewFlagSet("agent", flag.ExitOnError)
 		target := flags.String("target", "127.0.0.1:50051", "public address of the server")
@@ -194,13 +205,24 @@ func main() {
 		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools")
 		_ = flags.Parse(os.Args[2:])
 		err = runSearch(*target)
+	case "reasons":
+		flags := flag.NewFlagSet("reasons", flag.ExitOnError)
+		target := flags.String("target", "127.0.0.1:50051", "public address of a server with the demo tools, --tool-timeout countdown=0.3 and --max-paused-batches 1")
+		registry := flags.String("registry", "", "internal ToolRegistry target of the server")
+		token := flags.String("token", "", "the server's registry token")
+		_ = flags.Parse(os.Args[2:])
+		if *registry == "" || *token == "" {
+			fmt.Fprintln(os.Stderr, "usage: interop reasons: -registry and -token are required")
+			os.Exit(2)
+		}
+		err = runReasons(*target, *registry, *token)
 	case "imported":
 		flags := flag.NewFlagSet("imported", flag.ExitOnError)
 		target := flags.String("target", "127.0.0.1:50051", "public address of a server importing tests/mcp_import's fixture MCP server as sdk")
 		_ = flags.Parse(os.Args[2:])
 		err = runImported(*target)
 	default:
-		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers, durable, search or imported", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use client, provider, agent, formats, stream, watch, tls, auth, balance, burst, identity, approvals, numbers, durable, search, imported or reasons", os.Args[1])
 	}
 	if err != nil {
 		fmt.Println("FAIL", err)

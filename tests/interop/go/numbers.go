@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,10 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
 )
 
 // What the server says of a literal JSON does not have: NaN and the infinities, and a number
@@ -45,14 +44,12 @@ type numbers struct {
 }
 
 func runNumbers(target string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("numbers connect: %w", err)
 	}
-	defer conn.Close()
-	n := &numbers{streamer{client: pb.NewToolServiceClient(conn)}}
+	defer client.Close()
+	n := &numbers{streamer{client: client}}
 	for _, number := range notJSON {
 		if err := n.refused(number.literal, number.says); err != nil {
 			return fmt.Errorf("numbers %s: %w", number.literal, err)
@@ -77,8 +74,9 @@ func runNumbers(target string) error {
 	return nil
 }
 
-// countdownWith is a countdown of one step whose delay is literal, as the JSON text reads it.
-func countdownWith(callID, literal string) *pb.CallToolRequest {
+// countdownWith is a countdown of one step whose delay is literal, as the JSON text reads it
+// (the SDK sends a json.RawMessage input as it is).
+func countdownWith(callID, literal string) llmworker.Call {
 	return call(callID, "countdown", fmt.Sprintf(`{"n": 1, "delay": %s}`, literal))
 }
 
@@ -87,17 +85,18 @@ func refusal(literal, says string) string {
 	return fmt.Sprintf("$.delay: %s %s", literal, says)
 }
 
-// refusedStatus verifies that st is INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT, its message and
+// refusedStatus verifies that err is INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT, its message and
 // its ErrorInfo's tool_error naming $.delay and saying what is wrong with literal.
-func refusedStatus(st *status.Status, literal, says string) error {
-	if err := checkStatus(st, codes.InvalidArgument, "TOOL_INVALID_ARGUMENT"); err != nil {
+func refusedStatus(err error, literal, says string) error {
+	failed, err := failure(err, codes.InvalidArgument, "TOOL_INVALID_ARGUMENT")
+	if err != nil {
 		return err
 	}
 	want := refusal(literal, says)
-	if message := st.Message(); !strings.HasPrefix(message, toolFailed+invalidArgument+want) {
+	if message := failed.Message; !strings.HasPrefix(message, toolFailed+invalidArgument+want) {
 		return fmt.Errorf("message %q, want it to start %q", message, toolFailed+invalidArgument+want)
 	}
-	metadata := errorInfo(st).Metadata
+	metadata := failed.Metadata
 	if toolError := metadata["tool_error"]; !strings.HasPrefix(toolError, want) || metadata["tool"] != "countdown" {
 		return fmt.Errorf("ErrorInfo metadata %v, want tool countdown and a tool_error starting %q", metadata, want)
 	}
@@ -106,11 +105,9 @@ func refusedStatus(st *status.Status, literal, says string) error {
 
 // refused calls countdown with literal as its delay: refused before the tool runs.
 func (n *numbers) refused(literal, says string) error {
-	_, err := n.client.CallTool(context.Background(), countdownWith("", literal))
-	if err == nil {
-		return fmt.Errorf("CallTool succeeded, want INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT")
-	}
-	return refusedStatus(status.Convert(err), literal, says)
+	countdown := countdownWith("", literal)
+	_, err := n.client.CallTool(context.Background(), countdown.Name, countdown.Input)
+	return refusedStatus(err, literal, says)
 }
 
 // streamRefused streams countdown with NaN as its delay: the stream ends refused, with no event.
@@ -119,23 +116,20 @@ func (n *numbers) streamRefused() error {
 	if len(events) != 0 {
 		return fmt.Errorf("events %v before the end, want none", kinds(events))
 	}
-	if err == nil {
-		return fmt.Errorf("the stream ended OK, want INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT")
-	}
-	return refusedStatus(status.Convert(err), "NaN", notFinite)
+	return refusedStatus(err, "NaN", notFinite)
 }
 
 // batchRefusesOne sends echo and countdown with NaN in one batch: it completes, echo's result
 // fine, countdown's an error naming the field.
 func (n *numbers) batchRefusesOne() error {
-	reply, err := n.client.CallTools(context.Background(), &pb.CallToolsRequest{Calls: []*pb.CallToolRequest{
+	reply, err := n.client.CallTools(context.Background(), []llmworker.Call{
 		call("echo", "echo", `{"text":"ok"}`),
 		countdownWith("nan", "NaN"),
-	}})
+	})
 	if err != nil {
 		return err
 	}
-	results := reply.GetCompleted().GetResults()
+	results := reply.Completed
 	if ids := resultIDs(results); !slices.Equal(ids, []string{"echo", "nan"}) {
 		return fmt.Errorf("outcome %v, want completed with results echo, nan", reply)
 	}
@@ -144,7 +138,7 @@ func (n *numbers) batchRefusesOne() error {
 		resultError(refused, codes.InvalidArgument, "TOOL_INVALID_ARGUMENT")); err != nil {
 		return err
 	}
-	if err := refusedStatus(status.FromProto(refused.Error), "NaN", notFinite); err != nil {
+	if err := refusedStatus(llmworker.ResultError(refused), "NaN", notFinite); err != nil {
 		return fmt.Errorf("result nan: %w", err)
 	}
 	if want := invalidArgument + refusal("NaN", notFinite); !strings.HasPrefix(refused.Output, want) {
@@ -158,16 +152,13 @@ func (n *numbers) batchRefusesOne() error {
 func (n *numbers) nestedRefused() error {
 	order := `{"order": {"customer": "c", "ship_to": {"street": "s", "city": "c", ` +
 		`"postcode": "1234"}, "lines": [{"sku": "a", "quantity": 1, "unit_price": Infinity}]}}`
-	_, err := n.client.CallTool(context.Background(), call("", "validate_order", order))
-	if err == nil {
-		return fmt.Errorf("CallTool succeeded, want INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT")
-	}
-	st := status.Convert(err)
-	if err := checkStatus(st, codes.InvalidArgument, "TOOL_INVALID_ARGUMENT"); err != nil {
+	_, err := n.client.CallTool(context.Background(), "validate_order", json.RawMessage(order))
+	failed, err := failure(err, codes.InvalidArgument, "TOOL_INVALID_ARGUMENT")
+	if err != nil {
 		return err
 	}
 	want := "$.order.lines[0].unit_price: Infinity " + notFinite
-	if toolError := errorInfo(st).Metadata["tool_error"]; !strings.HasPrefix(toolError, want) {
+	if toolError := failed.Metadata["tool_error"]; !strings.HasPrefix(toolError, want) {
 		return fmt.Errorf("tool_error %q, want it to start %q", toolError, want)
 	}
 	return nil
@@ -175,10 +166,10 @@ func (n *numbers) nestedRefused() error {
 
 // stillServes calls countdown with a finite delay after the refusals.
 func (n *numbers) stillServes() error {
-	reply, err := n.client.CallTool(context.Background(), countdownWith("", "0"))
+	countdown := countdownWith("", "0")
+	reply, err := n.client.CallTool(context.Background(), countdown.Name, countdown.Input)
 	if err != nil {
-		st := status.Convert(err)
-		return fmt.Errorf("countdown with delay 0: %v %q", codeName(st.Code()), st.Message())
+		return fmt.Errorf("countdown with delay 0: %w", err)
 	}
 	if reply.Output != "1\n" {
 		return fmt.Errorf("countdown with delay 0: output %q, want %q", reply.Output, "1\n")

@@ -2,25 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
+	"github.com/llmworker/llmworker/sdk/go/provider"
 )
 
 // The tools the provider serves.
@@ -29,87 +26,81 @@ const (
 	whoamiName  = "go_whoami"
 )
 
-// toolError answers like an llmworker ToolError.InvalidArgument, so the front server (and
-// its Python clients) rebuild the same variant.
-func toolError(message string) error {
-	st := status.New(codes.InvalidArgument, "Tool execution failed: Invalid argument: "+message)
-	st, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason:   "TOOL_INVALID_ARGUMENT",
-		Domain:   "llmworker",
-		Metadata: map[string]string{"tool": reverseName, "tool_error": message},
-	})
+// reverseInput is go_reverse's input: the SDK refuses input without text (TOOL_INVALID_ARGUMENT,
+// "text: Field required"), as the server's Python tools do.
+type reverseInput struct {
+	Text string `json:"text"`
+}
+
+// whoamiOutput is go_whoami's structured result: the call id and metadata it received.
+type whoamiOutput struct {
+	CallID   string            `json:"call_id"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// goTools are the tools the provider serves, defined with the SDK's provider package.
+func goTools() []provider.Definition {
+	return []provider.Definition{
+		provider.Tool(reverseName, "Reverse a text (implemented in Go).",
+			func(_ context.Context, in reverseInput) (string, error) {
+				runes := []rune(in.Text)
+				slices.Reverse(runes)
+				return string(runes), nil
+			}),
+		provider.Tool(whoamiName, "Report the call id and metadata the provider received",
+			func(ctx context.Context, _ struct{}) (whoamiOutput, error) {
+				call := provider.CallOf(ctx)
+				metadata := call.Metadata
+				if metadata == nil {
+					metadata = map[string]string{} // {} rather than null
+				}
+				return whoamiOutput{call.ID, metadata}, nil
+			}),
+	}
+}
+
+// servedDefinition is the definition of the Go tool name, as the provider serves it.
+func servedDefinition(name string) *pb.ToolDefinition {
+	for _, tool := range goTools() {
+		if tool.Name() == name {
+			return tool.Message()
+		}
+	}
+	panic("no Go tool " + name)
+}
+
+// serveTools serves the Go tools on listener with the SDK's provider: with health (what
+// Serve does) or, noHealth, on a server of their own without grpc.health.v1 (the server
+// then checks the provider with GetTool). stop stops serving.
+func serveTools(listener net.Listener, noHealth bool) (tools *provider.Provider, stop func(), err error) {
+	tools, err = provider.New(goTools()...)
 	if err != nil {
-		return status.Error(codes.Internal, err.Error())
+		return nil, nil, err
 	}
-	return st.Err()
-}
-
-type tools struct {
-	pb.UnimplementedToolServiceServer
-}
-
-func (tools) CallTool(_ context.Context, request *pb.CallToolRequest) (*pb.CallToolResponse, error) {
-	switch request.Name {
-	case reverseName:
-		return reverse(request)
-	case whoamiName:
-		return whoami(request), nil
+	if !noHealth {
+		go func() { _ = tools.Serve(listener) }()
+		return tools, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			tools.Stop(ctx)
+		}, nil
 	}
-	return nil, status.Errorf(codes.NotFound, "Tool '%s' not found", request.Name)
-}
-
-// reverse reverses the input's text.
-func reverse(request *pb.CallToolRequest) (*pb.CallToolResponse, error) {
-	var arguments struct {
-		Text *string `json:"text"`
-	}
-	if err := json.Unmarshal([]byte(request.InputJson), &arguments); err != nil {
-		return nil, toolError("input is not a JSON object with a string 'text'")
-	}
-	if arguments.Text == nil {
-		return nil, toolError("text: Field required")
-	}
-	runes := []rune(*arguments.Text)
-	for i, j := 0, len(runes)-1; i < j; i, j = i+1, j-1 {
-		runes[i], runes[j] = runes[j], runes[i]
-	}
-	return &pb.CallToolResponse{Output: string(runes)}, nil
-}
-
-// whoami reports the call id and metadata the provider received, as JSON.
-func whoami(request *pb.CallToolRequest) *pb.CallToolResponse {
-	metadata := request.Metadata
-	if metadata == nil {
-		metadata = map[string]string{} // {} rather than null
-	}
-	// A string and a map of strings always marshal.
-	output, _ := json.Marshal(struct {
-		CallID   string            `json:"call_id"`
-		Metadata map[string]string `json:"metadata"`
-	}{request.CallId, metadata})
-	return &pb.CallToolResponse{Output: string(output)}
-}
-
-// providerDefinitions are the tools the provider registers.
-var providerDefinitions = []*pb.ToolDefinition{
-	{
-		Name:            reverseName,
-		Description:     "Reverse a text (implemented in Go).",
-		InputSchemaJson: `{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"}`,
-	},
-	{
-		Name:            whoamiName,
-		Description:     "Report the call id and metadata the provider received",
-		InputSchemaJson: `{"properties":{},"type":"object"}`,
-	},
+	server := grpc.NewServer()
+	pb.RegisterToolServiceServer(server, tools)
+	go func() { _ = server.Serve(listener) }()
+	return tools, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tools.Stop(ctx) // unregisters
+		server.GracefulStop()
+	}, nil
 }
 
 // runProvider serves the tools on 127.0.0.1:port (0: any port) and registers them with each
-// comma-separated target of registries. With renew 0, once: any failure ends it. With renew,
-// a target that failed is asked again every renew, "READY <port>" comes once every target
-// accepted, and every target is asked again every renew from then on (a renewal; a
-// restarted replica gets the tools back).
-func runProvider(registries, token string, port int, renew time.Duration) error {
+// comma-separated target of registries through the SDK (which renews every registration and
+// unregisters on SIGTERM). With renew 0, once: any failure ends it. With renew, a target that
+// failed is asked again every renew, and "READY <port>" comes once every target accepted.
+func runProvider(registries, token string, port int, renew time.Duration, noHealth bool) error {
 	var targets []string
 	for _, target := range strings.Split(registries, ",") {
 		if target = strings.TrimSpace(target); target != "" {
@@ -126,26 +117,21 @@ func runProvider(registries, token string, port int, renew time.Duration) error 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	server := grpc.NewServer()
-	pb.RegisterToolServiceServer(server, tools{})
-	go func() { _ = server.Serve(listener) }()
-	defer server.GracefulStop()
+	tools, stopServing, err := serveTools(listener, noHealth)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-
-	registrations := make([]*registration, 0, len(targets))
-	for _, target := range targets {
-		r, err := newRegistration(target, token, listener.Addr().String(), renew)
-		if err != nil {
-			return err
-		}
-		defer r.conn.Close()
-		registrations = append(registrations, r)
-	}
+	options := []provider.RegisterOption{provider.WithToken(token), provider.WithAddress(listener.Addr().String())}
 	ready := func() { fmt.Printf("READY %d\n", listener.Addr().(*net.TCPAddr).Port) }
 	if renew == 0 {
-		for _, r := range registrations {
-			if err := r.register(10 * time.Second); err != nil {
+		for _, target := range targets {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := tools.Register(ctx, target, options...)
+			cancel()
+			if err != nil {
 				return err
 			}
 		}
@@ -154,27 +140,33 @@ func runProvider(registries, token string, port int, renew time.Duration) error 
 		return nil
 	}
 
-	pending := len(registrations)
+	options = append(options, provider.WithRenewEvery(renew))
+	trouble := map[string]string{} // what was last logged about each target not yet accepted
 	ticker := time.NewTicker(renew)
 	defer ticker.Stop()
-	for {
-		for _, r := range registrations {
-			err := r.register(attemptTimeout(renew))
+	for len(targets) > 0 {
+		var pending []string
+		for _, target := range targets {
+			ctx, cancel := context.WithTimeout(context.Background(), max(renew, time.Second))
+			err := tools.Register(ctx, target, options...)
+			cancel()
 			if err == nil {
-				r.note(nil)
-				if !r.accepted {
-					r.accepted = true
-					pending--
-					if pending == 0 {
-						ready()
-					}
+				if trouble[target] != "" {
+					fmt.Fprintf(os.Stderr, "registered with %s\n", target)
 				}
 				continue
 			}
-			if pending > 0 && refusedForGood(err) { // the same token and tools: refused by all
+			if refusedForGood(err) { // the same token and tools: refused by all
 				return fmt.Errorf("%w (refused for good: check the token, and that the registry is not locked or full)", err)
 			}
-			r.note(err)
+			if kind := troubleKind(err); kind != trouble[target] {
+				fmt.Fprintf(os.Stderr, "%v; retrying every %v\n", err, renew)
+				trouble[target] = kind
+			}
+			pending = append(pending, target)
+		}
+		if targets = pending; len(targets) == 0 {
+			break
 		}
 		select {
 		case <-stop:
@@ -182,91 +174,23 @@ func runProvider(registries, token string, port int, renew time.Duration) error 
 		case <-ticker.C:
 		}
 	}
-}
-
-// attemptTimeout bounds one registration attempt (and one connection attempt) with -renew.
-func attemptTimeout(renew time.Duration) time.Duration { return max(renew, time.Second) }
-
-// registration registers the tools with one ToolRegistry target as provider.
-type registration struct {
-	target   string
-	provider string
-	token    string
-	conn     *grpc.ClientConn
-	registry pb.ToolRegistryClient
-	trouble  string // what was last logged about this target ("": nothing wrong)
-	accepted bool   // the target accepted the tools at least once
-	renew    time.Duration
-}
-
-func newRegistration(target, token, provider string, renew time.Duration) (*registration, error) {
-	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
-	if renew > 0 {
-		// Reconnect at every renewal rather than after gRPC's backoff (up to 2 minutes), so a
-		// restarted replica gets the tools back within one interval.
-		retry := backoff.DefaultConfig
-		retry.BaseDelay, retry.MaxDelay = renew, renew
-		options = append(options, grpc.WithConnectParams(grpc.ConnectParams{Backoff: retry, MinConnectTimeout: attemptTimeout(renew)}))
-	}
-	conn, err := grpc.NewClient(target, options...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to registry %s: %w", target, err)
-	}
-	return &registration{target: target, provider: provider, token: token, conn: conn, registry: pb.NewToolRegistryClient(conn), renew: renew}, nil
-}
-
-// register registers every tool once (an identical registration is a renewal).
-func (r *registration) register(timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+r.token)
-	for _, definition := range providerDefinitions {
-		_, err := r.registry.RegisterTool(ctx, &pb.RegisterToolRequest{Definition: definition, ProviderTarget: r.provider})
-		if err != nil {
-			return fmt.Errorf("register %s with %s: %w", definition.Name, r.target, err)
-		}
-	}
+	ready() // the SDK renews every registration from now on
+	<-stop
 	return nil
 }
 
-// note logs err to stderr when it is a new kind of trouble for this target (its status code
-// and ErrorInfo reason), and that the target accepted the tools after trouble (err nil).
-func (r *registration) note(err error) {
-	if err == nil {
-		if r.trouble != "" {
-			if r.accepted {
-				fmt.Fprintf(os.Stderr, "registered again with %s\n", r.target)
-			} else {
-				fmt.Fprintf(os.Stderr, "registered with %s\n", r.target)
-			}
-			r.trouble = ""
-		}
-		return
+// troubleKind is an error's status code and reason, to log each kind of trouble once.
+func troubleKind(err error) string {
+	var failed *llmworker.Failure
+	if errors.As(err, &failed) {
+		return failed.Code.String() + "/" + failed.Reason
 	}
-	st := status.Convert(err)
-	kind := st.Code().String() + "/" + errorReason(st)
-	if kind != r.trouble {
-		fmt.Fprintf(os.Stderr, "%v; retrying every %v\n", err, r.renew)
-		r.trouble = kind
-	}
-}
-
-// errorReason is the ErrorInfo reason of a status ("" without one).
-func errorReason(st *status.Status) string {
-	for _, detail := range st.Details() {
-		if info, ok := detail.(*errdetails.ErrorInfo); ok {
-			return info.Reason
-		}
-	}
-	return ""
+	return err.Error()
 }
 
 // refusedForGood is a refusal that asking again cannot change: a wrong token, a locked or full
 // registry, a definition the server does not take (as the server's own provider mode).
 func refusedForGood(err error) bool {
-	switch errorReason(status.Convert(err)) {
-	case "UNAUTHENTICATED", "REGISTRY_LOCKED", "INVALID_REQUEST", "REGISTRY_FULL":
-		return true
-	}
-	return false
+	return errors.As(err, &llmworker.Unauthenticated{}) || errors.As(err, &llmworker.RegistryLocked{}) ||
+		errors.As(err, &llmworker.InvalidRequest{}) || errors.As(err, &llmworker.RegistryFull{})
 }

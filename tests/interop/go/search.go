@@ -9,40 +9,37 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // runSearch checks SearchTools against a server with the demo tools: the tool a query means
 // first, scores best first, a prefix, a provider format in the same order, bad requests
 // refused INVALID_ARGUMENT / INVALID_REQUEST, and no hit for words no tool has.
 func runSearch(target string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("search connect: %w", err)
 	}
-	defer conn.Close()
-	client := pb.NewToolServiceClient(conn)
-	search := func(request *pb.SearchToolsRequest) ([]string, *pb.SearchToolsResponse, error) {
-		response, err := client.SearchTools(context.Background(), request)
+	defer client.Close()
+	// search is the SDK's SearchTools (limit 0: the server's default), its names best first.
+	search := func(query string, limit int) ([]string, error) {
+		found, err := client.SearchTools(context.Background(), query, limit)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if len(response.Scores) != len(response.Definitions) {
-			return nil, nil, fmt.Errorf("%d scores for %d definitions", len(response.Scores), len(response.Definitions))
+		if !slices.IsSortedFunc(found, func(a, b llmworker.Found) int { return -cmpFloat(a.Score, b.Score) }) {
+			return nil, fmt.Errorf("scores not best first: %v", found)
 		}
-		if !slices.IsSortedFunc(response.Scores, func(a, b float64) int { return -cmpFloat(a, b) }) {
-			return nil, nil, fmt.Errorf("scores not best first: %v", response.Scores)
+		names := make([]string, len(found))
+		for i, tool := range found {
+			if tool.Score <= 0 {
+				return nil, fmt.Errorf("%s scored %v, want a positive score", tool.Tool.GetName(), tool.Score)
+			}
+			names[i] = tool.Tool.GetName()
 		}
-		names := make([]string, len(response.Definitions))
-		for i, definition := range response.Definitions {
-			names[i] = definition.Name
-		}
-		return names, response, nil
+		return names, nil
 	}
 	checks := []struct {
 		ok  string
@@ -53,7 +50,7 @@ func runSearch(target string) error {
 				{"calculate an arithmetic expression", "calculate"},
 				{"delete a key", "kv_delete"},
 			} {
-				names, _, err := search(&pb.SearchToolsRequest{Query: want.query, Limit: 3})
+				names, err := search(want.query, 3)
 				if err != nil {
 					return err
 				}
@@ -64,7 +61,7 @@ func runSearch(target string) error {
 			return nil
 		}},
 		{"a word matches the words it begins", func() error {
-			names, _, err := search(&pb.SearchToolsRequest{Query: "calc"})
+			names, err := search("calc", 0)
 			if err != nil {
 				return err
 			}
@@ -74,8 +71,13 @@ func runSearch(target string) error {
 			return nil
 		}},
 		{"a provider format in the same order", func() error {
-			names, response, err := search(&pb.SearchToolsRequest{Query: "key value", Limit: 4,
-				Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT})
+			names, err := search("key value", 4)
+			if err != nil {
+				return err
+			}
+			// The SDK's SearchTools has no format: the raw stub asks for one.
+			response, err := client.Service().SearchTools(context.Background(), &pb.SearchToolsRequest{
+				Query: "key value", Limit: 4, Format: pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT})
 			if err != nil {
 				return err
 			}
@@ -102,25 +104,27 @@ func runSearch(target string) error {
 		}},
 		{"bad requests refused naming the field", func() error {
 			for _, bad := range []struct {
-				request *pb.SearchToolsRequest
-				field   string
-			}{{&pb.SearchToolsRequest{Query: ""}, "query"}, {&pb.SearchToolsRequest{Query: "key", Limit: 101}, "limit"}} {
-				_, err := client.SearchTools(context.Background(), bad.request)
-				if err := rpcError(err, codes.InvalidArgument, "INVALID_REQUEST"); err != nil {
-					return fmt.Errorf("%v: %w", bad.request, err)
+				query string
+				limit int
+				field string
+			}{{"", 0, "query"}, {"key", 101, "limit"}} {
+				_, err := client.SearchTools(context.Background(), bad.query, bad.limit)
+				failed, err := failure(err, codes.InvalidArgument, "INVALID_REQUEST")
+				if err != nil {
+					return fmt.Errorf("%q limit %d: %w", bad.query, bad.limit, err)
 				}
-				if message := status.Convert(err).Message(); !strings.HasPrefix(message, bad.field+" ") {
-					return fmt.Errorf("%v: the message %q does not name %s", bad.request, message, bad.field)
+				if message := failed.Message; !strings.HasPrefix(message, bad.field+" ") {
+					return fmt.Errorf("%q limit %d: the message %q does not name %s", bad.query, bad.limit, message, bad.field)
 				}
 			}
-			names, _, err := search(&pb.SearchToolsRequest{Query: "echo"})
+			names, err := search("echo", 0)
 			if err != nil || len(names) == 0 || names[0] != "echo" {
 				return fmt.Errorf("then echo found %v (%v)", names, err)
 			}
 			return nil
 		}},
 		{"words no tool has find nothing", func() error {
-			names, _, err := search(&pb.SearchToolsRequest{Query: "zzzzqqqq nothing matches"})
+			names, err := search("zzzzqqqq nothing matches", 0)
 			if err != nil {
 				return err
 			}

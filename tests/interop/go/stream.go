@@ -2,41 +2,37 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // cancelNoteWait is how long the cancellation check waits for the countdown's note; a
 // countdown that was not cancelled runs for 100 s and more before it could end.
 const cancelNoteWait = 10 * time.Second
 
-// streamer runs the CallToolStream checks on the demo tools.
+// streamer runs the CallToolStream checks on the demo tools, through the SDK's iterator.
 type streamer struct {
-	client pb.ToolServiceClient
+	client *llmworker.Client
 }
 
 func runStream(target string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("stream connect: %w", err)
 	}
-	defer conn.Close()
-	s := &streamer{client: pb.NewToolServiceClient(conn)}
+	defer client.Close()
+	s := &streamer{client: client}
 	checks := []struct {
 		name, ok string
 		run      func() error
@@ -55,42 +51,36 @@ func runStream(target string) error {
 	return nil
 }
 
-// events reads a whole stream: its events, and the error that ended it (nil at io.EOF).
-func (s *streamer) events(request *pb.CallToolRequest) ([]*pb.CallToolEvent, error) {
+// events reads a whole stream (call's tool and JSON input): its events, and the error that
+// ended it (nil when the stream ended after its result).
+func (s *streamer) events(c llmworker.Call) ([]llmworker.Event, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
-	stream, err := s.client.CallToolStream(ctx, request)
-	if err != nil {
-		return nil, err
-	}
-	var events []*pb.CallToolEvent
-	for {
-		event, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return events, nil
-		}
+	var events []llmworker.Event
+	for event, err := range s.client.CallToolStream(ctx, c.Name, c.Input, llmworker.WithCallID(c.ID)) {
 		if err != nil {
 			return events, err
 		}
 		events = append(events, event)
 	}
+	return events, nil
 }
 
-// kind names the set member of an event's oneof.
-func kind(event *pb.CallToolEvent) string {
-	switch event.Event.(type) {
-	case *pb.CallToolEvent_Progress:
+// kind names what an event carries.
+func kind(event llmworker.Event) string {
+	switch {
+	case event.Progress != nil:
 		return "progress"
-	case *pb.CallToolEvent_OutputChunk:
-		return "output_chunk"
-	case *pb.CallToolEvent_Result:
+	case event.Result != nil:
 		return "result"
+	case event.Chunk != "":
+		return "output_chunk"
 	default:
 		return fmt.Sprintf("unset(%v)", event)
 	}
 }
 
-func kinds(events []*pb.CallToolEvent) []string {
+func kinds(events []llmworker.Event) []string {
 	names := make([]string, 0, len(events))
 	for _, event := range events {
 		names = append(names, kind(event))
@@ -111,14 +101,14 @@ func (s *streamer) countdown() error {
 	var last *pb.ToolProgress
 	results := 0
 	for i, event := range events {
-		switch e := event.Event.(type) {
-		case *pb.CallToolEvent_OutputChunk:
-			text.WriteString(e.OutputChunk.Text)
+		switch kind(event) {
+		case "output_chunk":
+			text.WriteString(event.Chunk)
 			if !strings.HasPrefix(want, text.String()) {
 				return fmt.Errorf("event %d: chunks so far %q are not a prefix of %q", i, text.String(), want)
 			}
-		case *pb.CallToolEvent_Progress:
-			p := e.Progress
+		case "progress":
+			p := event.Progress
 			if p.Total == nil || *p.Total != n {
 				return fmt.Errorf("event %d: progress %v without total %d", i, p, n)
 			}
@@ -138,13 +128,13 @@ func (s *streamer) countdown() error {
 					i, step, lines)
 			}
 			last = p
-		case *pb.CallToolEvent_Result:
+		case "result":
 			results++
 			if i != len(events)-1 {
 				return fmt.Errorf("event %d: result before the events %v", i, kinds(events[i+1:]))
 			}
-			if e.Result.Output != want {
-				return fmt.Errorf("result output %q, want %q", e.Result.Output, want)
+			if event.Result.Output != want {
+				return fmt.Errorf("result output %q, want %q", event.Result.Output, want)
 			}
 		default:
 			return fmt.Errorf("event %d: no event set: %v", i, event)
@@ -169,7 +159,7 @@ func (s *streamer) plainTool() error {
 	if err != nil {
 		return fmt.Errorf("after %d events %v: %w", len(events), kinds(events), err)
 	}
-	if len(events) != 1 || events[0].GetResult() == nil || events[0].GetResult().Output != "x" {
+	if len(events) != 1 || events[0].Result == nil || events[0].Result.Output != "x" {
 		return fmt.Errorf("events %v, want one result with output \"x\"", events)
 	}
 	return nil
@@ -179,42 +169,31 @@ func (s *streamer) plainTool() error {
 // code, ErrorInfo and message CallTool fails with.
 func (s *streamer) failures() error {
 	cases := []struct {
-		what    string
-		request *pb.CallToolRequest
-		code    codes.Code
-		reason  string
+		what   string
+		call   llmworker.Call
+		code   codes.Code
+		reason string
 	}{
 		{"unknown tool", call("", "no_such_tool", "{}"), codes.NotFound, "TOOL_NOT_FOUND"},
 		{"countdown n=0", call("", "countdown", `{"n": 0}`), codes.InvalidArgument, "TOOL_INVALID_ARGUMENT"},
 	}
 	for _, c := range cases {
-		events, err := s.events(c.request)
+		events, err := s.events(c.call)
 		if len(events) != 0 {
 			return fmt.Errorf("%s: events %v before the failure, want none", c.what, kinds(events))
 		}
-		if err := rpcError(err, c.code, c.reason); err != nil {
+		streamed, err := failure(err, c.code, c.reason)
+		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		_, unaryErr := s.client.CallTool(context.Background(), c.request)
-		streamed, unary := status.Convert(err), status.Convert(unaryErr)
-		if streamed.Code() != unary.Code() || streamed.Message() != unary.Message() {
-			return fmt.Errorf("%s: stream %v %q, CallTool %v %q", c.what,
-				streamed.Code(), streamed.Message(), unary.Code(), unary.Message())
+		_, unaryErr := s.client.CallTool(context.Background(), c.call.Name, c.call.Input)
+		unary, err := failure(unaryErr, c.code, c.reason)
+		if err != nil {
+			return fmt.Errorf("%s: CallTool: %w", c.what, err)
 		}
-		got, want := errorInfo(streamed), errorInfo(unary)
-		if got == nil || want == nil || got.Domain != want.Domain || got.Reason != want.Reason ||
-			!maps.Equal(got.Metadata, want.Metadata) {
-			return fmt.Errorf("%s: stream ErrorInfo %v, CallTool ErrorInfo %v", c.what, got, want)
-		}
-	}
-	return nil
-}
-
-// errorInfo is a status's ErrorInfo detail, or nil.
-func errorInfo(st *status.Status) *errdetails.ErrorInfo {
-	for _, detail := range st.Details() {
-		if info, ok := detail.(*errdetails.ErrorInfo); ok {
-			return info
+		if streamed.Message != unary.Message || !maps.Equal(streamed.Metadata, unary.Metadata) {
+			return fmt.Errorf("%s: stream %q %v, CallTool %q %v", c.what,
+				streamed.Message, streamed.Metadata, unary.Message, unary.Metadata)
 		}
 	}
 	return nil
@@ -224,37 +203,41 @@ func errorInfo(st *status.Status) *errdetails.ErrorInfo {
 // for the note the tool writes when it is cancelled.
 func (s *streamer) cancellation() error {
 	callID := fmt.Sprintf("go-cancel-%d", os.Getpid())
-	note := call("", "kv_get", fmt.Sprintf(`{"key": "countdown.%s"}`, callID))
+	note := json.RawMessage(fmt.Sprintf(`{"key": "countdown.%s"}`, callID))
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
-	stream, err := s.client.CallToolStream(ctx,
-		call(callID, "countdown", `{"n": 10000, "delay": 0.01}`))
-	if err != nil {
-		return err
-	}
-	for i := range 2 {
-		if _, err := stream.Recv(); err != nil {
-			return fmt.Errorf("event %d: %w", i, err)
+	received, cancelled := 0, false
+	for _, err := range s.client.CallToolStream(ctx, "countdown", json.RawMessage(`{"n": 10000, "delay": 0.01}`),
+		llmworker.WithCallID(callID)) {
+		if received < 2 {
+			if err != nil {
+				return fmt.Errorf("event %d: %w", received, err)
+			}
+			if received++; received == 2 {
+				_, err := s.client.CallTool(context.Background(), "kv_get", note)
+				if err := rpcError(err, codes.Unknown, "TOOL_EXECUTION_FAILED"); err != nil {
+					return fmt.Errorf("kv_get countdown.%s while the countdown runs: %w", callID, err)
+				}
+				cancel()
+			}
+			continue
 		}
-	}
-	_, err = s.client.CallTool(context.Background(), note)
-	if err := rpcError(err, codes.Unknown, "TOOL_EXECUTION_FAILED"); err != nil {
-		return fmt.Errorf("kv_get countdown.%s while the countdown runs: %w", callID, err)
-	}
-	cancel()
-	for {
-		_, err := stream.Recv()
 		if err == nil {
 			continue // events already on their way
 		}
-		if status.Code(err) != codes.Canceled {
-			return fmt.Errorf("the cancelled stream ended with %v, want CANCELED", err)
+		var failed *llmworker.Failure
+		if !errors.As(err, &failed) || failed.Code != codes.Canceled {
+			return fmt.Errorf("the cancelled stream ended with %#v, want CANCELED", err)
 		}
+		cancelled = true
 		break
+	}
+	if !cancelled {
+		return fmt.Errorf("the stream ended after %d events without the cancellation's CANCELED", received)
 	}
 	deadline := time.Now().Add(cancelNoteWait)
 	for {
-		reply, err := s.client.CallTool(context.Background(), note)
+		reply, err := s.client.CallTool(context.Background(), "kv_get", note)
 		if err == nil {
 			if reply.Output != "cancelled" {
 				return fmt.Errorf("countdown.%s is %q, want \"cancelled\"", callID, reply.Output)

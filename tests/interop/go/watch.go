@@ -18,7 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	pb "llmworker/interop/gen/llmworker/v1"
+	"github.com/llmworker/llmworker/sdk/go/llmworker"
+	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
 )
 
 // watchWait is how long a watch may take to deliver a message: its first one, or the one a
@@ -66,7 +67,7 @@ func (w *watch) next() (*pb.ListDefinitionsSortedResponse, error) {
 // in OpenAI Chat format) that a RegisterTool through the internal registry, then an
 // UnregisterTool of the same tool, must reach.
 type watcher struct {
-	client   pb.ToolServiceClient
+	client   *llmworker.Client
 	registry pb.ToolRegistryClient
 	token    string
 	watches  []*watch // plain, known fingerprint, openai_chat
@@ -83,13 +84,11 @@ type watcher struct {
 }
 
 func runWatch(target, registryTarget, token string) error {
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(withTimeout))
+	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
 		return fmt.Errorf("watch connect: %w", err)
 	}
-	defer conn.Close()
+	defer client.Close()
 	internal, err := grpc.NewClient(registryTarget,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(withTimeout))
@@ -97,7 +96,7 @@ func runWatch(target, registryTarget, token string) error {
 		return fmt.Errorf("watch connect to registry: %w", err)
 	}
 	defer internal.Close()
-	w := &watcher{client: pb.NewToolServiceClient(conn), registry: pb.NewToolRegistryClient(internal), token: token}
+	w := &watcher{client: client, registry: pb.NewToolRegistryClient(internal), token: token}
 	defer func() {
 		for _, open := range w.watches {
 			open.cancel()
@@ -123,11 +122,12 @@ func runWatch(target, registryTarget, token string) error {
 	return nil
 }
 
-// open starts a watch and the goroutine reading it; the stream lives until cancelled (or
-// for a minute at most).
+// open starts a watch of the raw stub (for a known fingerprint or a format, which the SDK's
+// WatchDefinitions does not take) and the goroutine reading it; the stream lives until
+// cancelled (or for a minute at most).
 func (w *watcher) open(name string, request *pb.WatchDefinitionsRequest) (*watch, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	stream, err := w.client.WatchDefinitions(ctx, request)
+	stream, err := w.client.Service().WatchDefinitions(ctx, request)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("open the %s watch: %w", name, err)
@@ -145,6 +145,26 @@ func (w *watcher) open(name string, request *pb.WatchDefinitionsRequest) (*watch
 	}()
 	w.watches = append(w.watches, opened)
 	return opened, nil
+}
+
+// openSDK starts a plain watch with the SDK's WatchDefinitions iterator, its states as the
+// stub's messages, and the goroutine reading it.
+func (w *watcher) openSDK(name string) *watch {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	opened := &watch{name: name, cancel: cancel, messages: make(chan received, 16)}
+	go func() {
+		defer close(opened.messages)
+		for state, err := range w.client.WatchDefinitions(ctx) {
+			if err != nil {
+				opened.messages <- received{nil, err}
+				return
+			}
+			opened.messages <- received{&pb.ListDefinitionsSortedResponse{Definitions: state.Tools, Fingerprint: state.Fingerprint}, nil}
+		}
+		opened.messages <- received{nil, errors.New("the SDK's watch ended without an error")}
+	}()
+	w.watches = append(w.watches, opened)
+	return opened
 }
 
 func names(definitions []*pb.ToolDefinition) []string {
@@ -210,7 +230,7 @@ func chatNames(message *pb.ListDefinitionsSortedResponse) ([]string, error) {
 }
 
 func (w *watcher) listing(request *pb.ListDefinitionsSortedRequest) (*pb.ListDefinitionsSortedResponse, error) {
-	listed, err := w.client.ListDefinitionsSorted(context.Background(), request)
+	listed, err := w.client.Service().ListDefinitionsSorted(context.Background(), request)
 	if err != nil {
 		return nil, fmt.Errorf("ListDefinitionsSorted: %w", err)
 	}
@@ -219,10 +239,7 @@ func (w *watcher) listing(request *pb.ListDefinitionsSortedRequest) (*pb.ListDef
 
 // first: a plain watch's first message is ListDefinitionsSorted's answer.
 func (w *watcher) first() error {
-	plain, err := w.open("plain", &pb.WatchDefinitionsRequest{})
-	if err != nil {
-		return err
-	}
+	plain := w.openSDK("plain")
 	message, err := plain.next()
 	if err != nil {
 		return err
