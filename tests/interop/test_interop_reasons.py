@@ -13,6 +13,7 @@ REASONS_CHECKS = [
     "OK reasons a name the server has refused (DUPLICATE_NAME)",
     "OK reasons a tool over its timeout (TOOL_TIMEOUT)",
     "OK reasons a pause over --max-paused-batches (PAUSED_BATCHES_FULL)",
+    "OK reasons a schema a strict format cannot take (DEFINITION_FORMAT_UNSUPPORTED)",
     "OK reasons a provider that went away (PROVIDER_UNAVAILABLE)",
     "OK reasons a registration after the lock (REGISTRY_LOCKED)",
 ]

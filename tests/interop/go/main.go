@@ -66,7 +66,7 @@
 // The reasons provokes, as the SDK's typed errors, the reasons no other check reaches, on a
 // server with the demo tools, an internal registry (-token), --tool-timeout countdown=0.3 and
 // --max-paused-batches 1: DUPLICATE_NAME, TOOL_TIMEOUT, PAUSED_BATCHES_FULL,
-// PROVIDER_UNAVAILABLE (a Go provider that stopped) and REGISTRY_LOCKED (it locks the
+// DEFINITION_FORMAT_UNSUPPORTED (a Go tool taking a map), PROVIDER_UNAVAILABLE (a Go provider that stopped) and REGISTRY_LOCKED (it locks the
 // registry last).
 package main
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -21,12 +22,13 @@ import (
 type reasonsChecker struct {
 	client   *llmworker.Client
 	registry pb.ToolRegistryClient // with the registry token (the SDK client's WithToken)
-	server   *grpc.Server // serves go_reverse and a Go echo, registered without renewals
+	server   *grpc.Server          // serves go_reverse and a Go echo, registered without renewals
 	address  string
 }
 
-// runReasons checks DUPLICATE_NAME, TOOL_TIMEOUT, PAUSED_BATCHES_FULL, PROVIDER_UNAVAILABLE
-// and REGISTRY_LOCKED, in that order (the last locks the registry).
+// runReasons checks DUPLICATE_NAME, TOOL_TIMEOUT, PAUSED_BATCHES_FULL,
+// DEFINITION_FORMAT_UNSUPPORTED, PROVIDER_UNAVAILABLE and REGISTRY_LOCKED, in that order
+// (the last locks the registry).
 func runReasons(target, registryTarget, token string) error {
 	client, err := llmworker.Dial(target, llmworker.WithDialOptions(grpc.WithUnaryInterceptor(withTimeout)))
 	if err != nil {
@@ -60,6 +62,7 @@ func runReasons(target, registryTarget, token string) error {
 		{"duplicate", "a name the server has refused (DUPLICATE_NAME)", r.duplicateName},
 		{"timeout", "a tool over its timeout (TOOL_TIMEOUT)", r.toolTimeout},
 		{"paused full", "a pause over --max-paused-batches (PAUSED_BATCHES_FULL)", r.pausedBatchesFull},
+		{"strict", "a schema a strict format cannot take (DEFINITION_FORMAT_UNSUPPORTED)", r.formatUnsupported},
 		{"provider gone", "a provider that went away (PROVIDER_UNAVAILABLE)", r.providerUnavailable},
 		{"locked", "a registration after the lock (REGISTRY_LOCKED)", r.registryLocked},
 	}
@@ -72,11 +75,18 @@ func runReasons(target, registryTarget, token string) error {
 	return nil
 }
 
-// reasonsTools are the Go tools and an echo, whose name the server's own echo has.
+// tagsInput is go_tags's input: a map with free keys, which no strict format can take.
+type tagsInput struct {
+	Tags map[string]string `json:"tags"`
+}
+
+// reasonsTools are the Go tools, an echo (whose name the server's own echo has) and go_tags.
 func reasonsTools() []provider.Definition {
 	echo := provider.Tool("echo", "Send a text back (a Go tool whose name the server's own echo has)",
 		func(_ context.Context, in reverseInput) (string, error) { return in.Text, nil })
-	return append(goTools(), echo)
+	tags := provider.Tool("go_tags", "Count tags (a map of free keys)",
+		func(_ context.Context, in tagsInput) (string, error) { return fmt.Sprint(len(in.Tags)), nil })
+	return append(goTools(), echo, tags)
 }
 
 // register registers the Go tool name at the checker's provider.
@@ -134,6 +144,29 @@ func (r *reasonsChecker) pausedBatchesFull() error {
 	}
 	_, err = r.client.Resume(ctx, again.Paused.ResumeToken, llmworker.Deny("d", "done"))
 	return err
+}
+
+// formatUnsupported: with go_tags registered, the listing in OpenAI's strict format is
+// FAILED_PRECONDITION / DEFINITION_FORMAT_UNSUPPORTED naming the tool and the map's path;
+// the plain format still lists it.
+func (r *reasonsChecker) formatUnsupported() error {
+	if err := r.register("go_tags"); err != nil {
+		return fmt.Errorf("register go_tags: %w", err)
+	}
+	ctx := context.Background()
+	_, err := r.client.ListDefinitionsIn(ctx, pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT_STRICT)
+	failed, err := failure(err, codes.FailedPrecondition, "DEFINITION_FORMAT_UNSUPPORTED")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(failed.Message, "go_tags") || !strings.Contains(failed.Message, "tags") {
+		return fmt.Errorf("the message %q does not name go_tags and its map", failed.Message)
+	}
+	plain, err := r.client.ListDefinitionsIn(ctx, pb.DefinitionFormat_DEFINITION_FORMAT_OPENAI_CHAT)
+	if err != nil || !strings.Contains(string(plain), `"go_tags"`) {
+		return fmt.Errorf("the plain format without go_tags: %v", err)
+	}
+	return nil
 }
 
 // providerUnavailable: go_reverse, registered, answers; once its provider stops serving, a
