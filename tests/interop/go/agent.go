@@ -45,10 +45,7 @@ func runAgent(target string) error {
 	}
 	defer client.Close()
 	a := &agent{client: client}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("agent", []check{
 		{"listing", "listing: titles, annotations, output schemas, approval", a.listing},
 		{"call id", "call id and metadata reach the tool", a.callIDAndMetadata},
 		{"approval", "approval required for CallTool", a.approvalRequired},
@@ -58,14 +55,7 @@ func runAgent(target string) error {
 		{"resume", "batch resumed: approve, deny, edited input", a.batchResumed},
 		{"token", "resume token single use", a.tokenSingleUse},
 		{"duplicates", "duplicate call ids refused", a.duplicateCallIDs},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("agent %s: %w", check.name, err)
-		}
-		fmt.Println("OK agent", check.ok)
-	}
-	return nil
+	})
 }
 
 // withTimeout gives each RPC its own rpcTimeout deadline.

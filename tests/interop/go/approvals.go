@@ -35,21 +35,11 @@ func runApprovals(target, owner, other, approver string) error {
 		clients = append(clients, client)
 	}
 	a := &approvalsChecker{owner: clients[0], other: clients[1], approver: clients[2]}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("approvals", []check{
 		{"other caller", "another caller cannot resume", a.otherCannotResume},
 		{"owner", "the owner resumes after a refused attempt", a.ownerResumes},
 		{"approver", "an approver decides another caller's batch", a.approverDecides},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("approvals %s: %w", check.name, err)
-		}
-		fmt.Println("OK approvals", check.ok)
-	}
-	return nil
+	})
 }
 
 // pause stores key as the owner, then sends the owner's batch of an echo and a kv_delete of

@@ -69,10 +69,7 @@ func runAuth(target, token string, tools []string, forbidden string) error {
 		clients = append(clients, client)
 	}
 	a := &authChecker{anonymous: clients[0], unknown: clients[1], caller: clients[2], tools: tools, forbidden: forbidden}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("auth", []check{
 		{"health", "health needs no token", a.health},
 		{"no token", "no token refused", a.noToken},
 		{"unknown token", "unknown token refused", a.unknownToken},
@@ -81,14 +78,7 @@ func runAuth(target, token string, tools []string, forbidden string) error {
 		{"call", "call allowed", a.callAllowed},
 		{"forbidden", "forbidden tool refused", a.forbiddenTool},
 		{"batch", "batch with a forbidden call refused", a.forbiddenBatch},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("auth %s: %w", check.name, err)
-		}
-		fmt.Println("OK auth", check.ok)
-	}
-	return nil
+	})
 }
 
 // health: grpc.health.v1.Health/Check, without metadata, answers SERVING.

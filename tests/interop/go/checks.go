@@ -80,3 +80,21 @@ func checkError(name string, err error, want expectedError) error {
 	fmt.Printf("OK %s (%v, %s)\n", name, failed.Code, failed.Reason)
 	return nil
 }
+
+// check is one check of a suite: run it, and say ok when it passes.
+type check struct {
+	name, ok string
+	run      func() error
+}
+
+// runChecks runs checks in order, printing "OK <suite> <ok>" for each that passes; the first
+// failure ends the suite, named "<suite> <name>".
+func runChecks(suite string, checks []check) error {
+	for _, c := range checks {
+		if err := c.run(); err != nil {
+			return fmt.Errorf("%s %s: %w", suite, c.name, err)
+		}
+		fmt.Println("OK", suite, c.ok)
+	}
+	return nil
+}

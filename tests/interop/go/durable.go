@@ -47,23 +47,13 @@ func runDurable(targetA, targetB string) error {
 	}
 	defer b.Close()
 	d := &durableChecker{a: a, b: b, key: fmt.Sprintf("durable-go-%d", time.Now().UnixNano())}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("durable", []check{
 		{"pause", "paused on A", d.pausedOnA},
 		{"list", "listed on B", d.listedOnB},
 		{"resume", "resumed on B", d.resumedOnB},
 		{"second resume", "second resume refused", d.secondResumeRefused},
 		{"batch id", "decided by batch id", d.decidedByBatchID},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("durable %s: %w", check.name, err)
-		}
-		fmt.Println("OK durable", check.ok)
-	}
-	return nil
+	})
 }
 
 // deleteInput is kv_delete's input for key.

@@ -87,10 +87,7 @@ func runIdentity(registryTarget, alpha, bravo string) error {
 	}
 	defer conn.Close()
 	c.registry = pb.NewToolRegistryClient(conn)
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("identity", []check{
 		{"owner registers", "owner registers", c.ownerRegisters},
 		{"take over", "another identity cannot take over", c.noTakeOver},
 		{"foreign unregister", "another identity cannot unregister", c.noForeignUnregister},
@@ -100,14 +97,7 @@ func runIdentity(registryTarget, alpha, bravo string) error {
 		{"lock", "lock needs may_lock", c.lockNeedsMayLock},
 		{"no token", "no token refused", c.noToken},
 		{"owner unregisters", "owner unregisters", c.ownerUnregisters},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("identity %s: %w", check.name, err)
-		}
-		fmt.Println("OK identity", check.ok)
-	}
-	return nil
+	})
 }
 
 // bearer is a context sending token as "authorization: Bearer <token>" metadata.

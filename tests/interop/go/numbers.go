@@ -56,22 +56,12 @@ func runNumbers(target string) error {
 		}
 		fmt.Printf("OK numbers %s refused naming the field\n", number.literal)
 	}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("numbers", []check{
 		{"stream", "stream refused", n.streamRefused},
 		{"batch", "batch refuses only that call", n.batchRefusesOne},
 		{"nested", "a nested field refused naming its path", n.nestedRefused},
 		{"serving", "server still serves", n.stillServes},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("numbers %s: %w", check.name, err)
-		}
-		fmt.Println("OK numbers", check.ok)
-	}
-	return nil
+	})
 }
 
 // countdownWith is a countdown of one step whose delay is literal, as the JSON text reads it

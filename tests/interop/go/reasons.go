@@ -55,24 +55,14 @@ func runReasons(target, registryTarget, token string) error {
 	defer server.Stop()
 	r := &reasonsChecker{client: client, registry: pb.NewToolRegistryClient(internal.Conn()),
 		server: server, address: listener.Addr().String()}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("reasons", []check{
 		{"duplicate", "a name the server has refused (DUPLICATE_NAME)", r.duplicateName},
 		{"timeout", "a tool over its timeout (TOOL_TIMEOUT)", r.toolTimeout},
 		{"paused full", "a pause over --max-paused-batches (PAUSED_BATCHES_FULL)", r.pausedBatchesFull},
 		{"strict", "a schema a strict format cannot take (DEFINITION_FORMAT_UNSUPPORTED)", r.formatUnsupported},
 		{"provider gone", "a provider that went away (PROVIDER_UNAVAILABLE)", r.providerUnavailable},
 		{"locked", "a registration after the lock (REGISTRY_LOCKED)", r.registryLocked},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("reasons %s: %w", check.name, err)
-		}
-		fmt.Println("OK reasons", check.ok)
-	}
-	return nil
+	})
 }
 
 // tagsInput is go_tags's input: a map with free keys, which no strict format can take.

@@ -33,22 +33,12 @@ func runStream(target string) error {
 	}
 	defer client.Close()
 	s := &streamer{client: client}
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("stream", []check{
 		{"countdown", "countdown: progress and chunks in order, then the result", s.countdown},
 		{"plain tool", "a tool that does not stream sends its result only", s.plainTool},
 		{"errors", "errors: CallTool's status and ErrorInfo", s.failures},
 		{"cancel", "cancelling the stream cancels the tool", s.cancellation},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("stream %s: %w", check.name, err)
-		}
-		fmt.Println("OK stream", check.ok)
-	}
-	return nil
+	})
 }
 
 // events reads a whole stream (call's tool and JSON input): its events, and the error that

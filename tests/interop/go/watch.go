@@ -102,24 +102,14 @@ func runWatch(target, registryTarget, token string) error {
 			open.cancel()
 		}
 	}()
-	checks := []struct {
-		name, ok string
-		run      func() error
-	}{
+	return runChecks("watch", []check{
 		{"first", "the first message is the current state, fingerprinted as ListDefinitionsSorted", w.first},
 		{"unchanged", "unchanged for a known fingerprint", w.unchanged},
 		{"openai_chat", "openai_chat definitions_json", w.openAIChat},
 		{"registration", "a registration reaches every watch", w.registration},
 		{"departure", "a tool that leaves reaches every watch", w.departure},
 		{"cancel", "cancelling ends the watches", w.cancellation},
-	}
-	for _, check := range checks {
-		if err := check.run(); err != nil {
-			return fmt.Errorf("watch %s: %w", check.name, err)
-		}
-		fmt.Println("OK watch", check.ok)
-	}
-	return nil
+	})
 }
 
 // open starts a watch of the raw stub (for a known fingerprint or a format, which the SDK's
