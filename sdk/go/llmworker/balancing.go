@@ -10,13 +10,14 @@ import (
 	"google.golang.org/grpc/resolver"
 )
 
-// The service configs of the README's replicas page, as the Python client uses them: round
-// robin over every address with client-side health checks and, for WithRetries, up to 5
-// attempts of a call that failed UNAVAILABLE.
+// The service configs of the README's replicas page: round robin over every address with
+// client-side health checks and, for WithRetries, the Python client's retry policy (up to 5
+// attempts of a call that failed UNAVAILABLE), for the RPCs that run nothing but the one
+// tool they name: never a batch (CallTools, ResumeBatch, RunProviderToolCalls).
 const (
 	balancedConfig = `{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}}`
-	retryingConfig = `{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}, "methodConfig": [{"name": [{"service": "llmworker.v1.ToolService"}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
-	retryConfig    = `{"methodConfig": [{"name": [{"service": "llmworker.v1.ToolService"}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	retryingConfig = `{"loadBalancingConfig": [{"round_robin": {}}], "healthCheckConfig": {"serviceName": "llmworker.v1.ToolService"}, "methodConfig": [{"name": [{"service": "llmworker.v1.ToolService", "method": "GetTool"}, {"service": "llmworker.v1.ToolService", "method": "CallTool"}, {"service": "llmworker.v1.ToolService", "method": "CallToolStream"}, {"service": "llmworker.v1.ToolService", "method": "ListDefinitionsSorted"}, {"service": "llmworker.v1.ToolService", "method": "WatchDefinitions"}, {"service": "llmworker.v1.ToolService", "method": "SearchTools"}, {"service": "llmworker.v1.ToolService", "method": "ListPausedBatches"}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	retryConfig    = `{"methodConfig": [{"name": [{"service": "llmworker.v1.ToolService", "method": "GetTool"}, {"service": "llmworker.v1.ToolService", "method": "CallTool"}, {"service": "llmworker.v1.ToolService", "method": "CallToolStream"}, {"service": "llmworker.v1.ToolService", "method": "ListDefinitionsSorted"}, {"service": "llmworker.v1.ToolService", "method": "WatchDefinitions"}, {"service": "llmworker.v1.ToolService", "method": "SearchTools"}, {"service": "llmworker.v1.ToolService", "method": "ListPausedBatches"}], "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
 )
 
 // WithBalancing spreads calls over every replica the target names (dns:///host:port, or
@@ -25,9 +26,10 @@ const (
 func WithBalancing() Option { return func(s *settings) { s.balanced = true } }
 
 // WithRetries runs a call again, up to 5 attempts, when it failed UNAVAILABLE (a replica that
-// went away between the pick and the call). Give it to a client that calls only tools safe
-// to run twice, annotated read-only or idempotent, as the Python client does; keep another
-// client without it for the rest.
+// went away with the call in flight: it may have run). It applies to CallTool,
+// CallToolStream, listings, search and GetTool, never to batches. Give it to a client that
+// calls only tools safe to run twice, annotated read-only or idempotent, as the Python
+// client does; keep another client without it for the rest.
 func WithRetries() Option { return func(s *settings) { s.retries = true } }
 
 // serviceConfig is the default service config of a client with these settings ("": none).
@@ -56,6 +58,9 @@ func (b addressList) Scheme() string { return b.scheme }
 func (b addressList) Build(target resolver.Target, cc resolver.ClientConn, _ resolver.BuildOptions) (resolver.Resolver, error) {
 	var endpoints []resolver.Endpoint
 	for _, address := range strings.Split(target.Endpoint(), ",") {
+		if _, _, err := net.SplitHostPort(address); err != nil && strings.Contains(err.Error(), "missing port") {
+			address = net.JoinHostPort(strings.Trim(address, "[]"), "443") // the C core's default
+		}
 		if _, _, err := net.SplitHostPort(address); err != nil {
 			return nil, fmt.Errorf("llmworker: %s: target address %q: %w", b.scheme, address, err)
 		}

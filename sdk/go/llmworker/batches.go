@@ -3,6 +3,7 @@ package llmworker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 
 	pb "github.com/llmworker/llmworker/sdk/go/llmworkerv1"
@@ -104,10 +105,15 @@ func (c *Client) PausedBatches(ctx context.Context, pageSize int) iter.Seq2[*pb.
 					return
 				}
 			}
-			if response.GetNextPageToken() == "" {
+			next := response.GetNextPageToken()
+			if next == "" {
 				return
 			}
-			request.PageToken = response.GetNextPageToken()
+			if next == request.PageToken { // a server that would page forever
+				yield(nil, fmt.Errorf("llmworker: ListPausedBatches gave the page token %q again; the listing stops", next))
+				return
+			}
+			request.PageToken = next
 		}
 	}
 }

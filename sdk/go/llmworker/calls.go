@@ -75,8 +75,8 @@ func (c *Client) CallTool(ctx context.Context, name string, input any, options .
 	return resultOf(response), nil
 }
 
-// GetTool gives the definition of the tool name (ToolNotFound when this client may not use
-// it or it does not exist).
+// GetTool gives the definition of the tool name: ToolNotFound when there is none,
+// ToolForbidden when this client's token may not use it.
 func (c *Client) GetTool(ctx context.Context, name string) (*pb.ToolDefinition, error) {
 	response, err := c.tools.GetTool(ctx, &pb.GetToolRequest{Name: name})
 	if err != nil {

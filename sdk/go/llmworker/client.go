@@ -62,7 +62,8 @@ func WithRootCA(file string) Option { return func(s *settings) { s.rootCA = file
 // --auth-tokens needs one).
 func WithToken(token string) Option { return func(s *settings) { s.token = token } }
 
-// WithDialOptions adds gRPC dial options (interceptors, keepalive…).
+// WithDialOptions adds gRPC dial options (interceptors, keepalive…), after the SDK's own:
+// grpc.WithDefaultServiceConfig here replaces what WithBalancing and WithRetries set.
 func WithDialOptions(options ...grpc.DialOption) Option {
 	return func(s *settings) { s.extra = append(s.extra, options...) }
 }

@@ -142,9 +142,9 @@ func TestAProviderServesRegistersAndLeaves(t *testing.T) {
 		input any
 		says  string
 	}{
-		{map[string]any{"text": "x", "times": 1, "extra": true}, "extra: Extra inputs are not permitted"},
+		{map[string]any{"text": "x", "times": 1, "extra": true}, "extra: unknown field; remove it"},
 		{map[string]any{"times": 1}, "text: Field required"},
-		{map[string]any{"text": "x", "times": "2"}, "times: expected integer, got string"},
+		{map[string]any{"text": "x", "times": "2"}, "times: Input should be a valid integer (got a string)"},
 		{[]int{1}, "arguments must be a JSON object, got an array"},
 	} {
 		_, err = client.CallTool(ctx, "go_repeat", refused.input)

@@ -78,10 +78,10 @@ func (p *Provider) Register(ctx context.Context, target string, options ...Regis
 	if settings.tls != nil {
 		transport = credentials.NewTLS(settings.tls)
 	}
-	// Reconnect at every renewal rather than after gRPC's growing backoff (up to 2 minutes),
-	// so a restarted registry gets the tools back within one interval.
+	// Reconnect twice a renewal rather than after gRPC's growing backoff (up to 2 minutes),
+	// so a restarted registry gets the tools back at the next renewal or the one after.
 	retry := backoff.DefaultConfig
-	retry.BaseDelay, retry.MaxDelay = settings.renew, settings.renew
+	retry.BaseDelay, retry.MaxDelay = settings.renew/2, settings.renew/2
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(transport),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: retry, MinConnectTimeout: max(settings.renew, time.Second)}))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -88,7 +89,8 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 	reflector := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
 	definition := &pb.ToolDefinition{Name: name, Description: description}
 	inputSchema := reflector.Reflect(new(In))
-	check := inputCheck{required: inputSchema.Required, closed: inputSchema.AdditionalProperties == jsonschema.FalseSchema}
+	check := inputCheck{required: inputSchema.Required, closed: inputSchema.AdditionalProperties == jsonschema.FalseSchema,
+		embedded: embeddedNames(reflect.TypeFor[In](), map[string]bool{}, map[reflect.Type]bool{})}
 	if inputSchema.Properties != nil {
 		for pair := inputSchema.Properties.Oldest(); pair != nil; pair = pair.Next() {
 			check.known = append(check.known, pair.Key)
@@ -141,23 +143,33 @@ func Tool[In, Out any](name, description string, run func(context.Context, In) (
 	return Definition{definition: definition, run: call}
 }
 
-// inputCheck holds the model's arguments to the input schema before they are decoded, so its
-// mistakes read as the server's own tools say them ("text: Field required").
+// inputCheck holds the model's arguments to the input schema before they are decoded, and
+// words each mistake as the server's own tools do ("text: Field required", "extra: unknown
+// field; remove it"), naming the field, so a model corrects it the same way for every tool.
 type inputCheck struct {
 	required, known []string
-	closed          bool // additionalProperties false: unknown fields are refused
+	closed          bool            // additionalProperties false: unknown fields are refused
+	embedded        map[string]bool // Go names of embedded structs, not in the JSON paths
 }
+
+// maxProblems is how many problems a refusal lists before "(+N more problems)".
+const maxProblems = 5
 
 // decode checks raw (a JSON object with every required field and, closed, no other) and
 // decodes it into arguments; every failure is an InvalidArgument naming the field.
 func (c inputCheck) decode(raw []byte, arguments any) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return InvalidArgument("arguments must be a JSON object, got " + jsonKind(raw))
+	var value any
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return InvalidArgument(fmt.Sprintf("input is not valid JSON (%v); send one JSON object", err))
 	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return InvalidArgument("arguments must be a JSON object, got " + jsonKind(value))
+	}
+	var problems []string
 	for _, name := range c.required {
-		if _, given := fields[name]; !given {
-			return InvalidArgument(name + ": Field required")
+		if given, ok := fields[name]; !ok || string(bytes.TrimSpace(given)) == "null" {
+			problems = append(problems, name+": Field required")
 		}
 	}
 	if c.closed {
@@ -167,10 +179,13 @@ func (c inputCheck) decode(raw []byte, arguments any) error {
 				extra = append(extra, name)
 			}
 		}
-		if len(extra) > 0 {
-			slices.Sort(extra)
-			return InvalidArgument(extra[0] + ": Extra inputs are not permitted")
+		slices.Sort(extra)
+		for _, name := range extra {
+			problems = append(problems, name+": unknown field; remove it")
 		}
+	}
+	if len(problems) > 0 {
+		return InvalidArgument(listed(problems))
 	}
 	decoder := json.NewDecoder(bytes.NewReader(raw))
 	if c.closed {
@@ -179,20 +194,81 @@ func (c inputCheck) decode(raw []byte, arguments any) error {
 	err := decoder.Decode(arguments)
 	var mistyped *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &mistyped) && mistyped.Field != "":
-		return InvalidArgument(fmt.Sprintf("%s: expected %s, got %s", mistyped.Field, goKind(mistyped.Type.Kind().String()), mistyped.Value))
-	case err != nil:
-		return InvalidArgument(err.Error())
+	case err == nil:
+		return nil
+	case errors.As(err, &mistyped):
+		return InvalidArgument(c.path(mistyped.Field) + ": " + mismatch(mistyped))
+	case strings.HasPrefix(err.Error(), `json: unknown field "`):
+		name := strings.TrimSuffix(strings.TrimPrefix(err.Error(), `json: unknown field "`), `"`)
+		return InvalidArgument(name + ": unknown field; remove it")
 	}
-	return nil
+	return InvalidArgument(strings.TrimPrefix(err.Error(), "json: "))
 }
 
-// jsonKind names what raw is: an array, a string… ("invalid JSON" when it is none).
-func jsonKind(raw []byte) string {
-	var value any
-	if json.Unmarshal(raw, &value) != nil {
-		return "invalid JSON"
+// path is a decoding error's field path without the Go names of embedded structs ("input"
+// for the arguments themselves).
+func (c inputCheck) path(field string) string {
+	var kept []string
+	for _, part := range strings.Split(field, ".") {
+		if part != "" && !c.embedded[part] {
+			kept = append(kept, part)
+		}
 	}
+	if len(kept) == 0 {
+		return "input"
+	}
+	return strings.Join(kept, ".")
+}
+
+// mismatch says what a value of the wrong type should have been.
+func mismatch(e *json.UnmarshalTypeError) string {
+	want := goKind(e.Type.Kind().String())
+	if want == "integer" && strings.HasPrefix(e.Value, "number ") {
+		return fmt.Sprintf("Input should be a valid %s (got %s: not a whole number, or out of range for %s)",
+			want, strings.TrimPrefix(e.Value, "number "), e.Type)
+	}
+	return fmt.Sprintf("Input should be a valid %s (got %s)", want, article(e.Value))
+}
+
+// article is a JSON kind with its article: "a string", "an array", "null".
+func article(kind string) string {
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "null":
+		return kind
+	}
+	return "a " + kind
+}
+
+// listed joins problems with "; ", listing maxProblems at most.
+func listed(problems []string) string {
+	if len(problems) <= maxProblems {
+		return strings.Join(problems, "; ")
+	}
+	return fmt.Sprintf("%s (+%d more problems)", strings.Join(problems[:maxProblems], "; "), len(problems)-maxProblems)
+}
+
+// embeddedNames are the Go names of the structs embedded in t, at any depth.
+func embeddedNames(t reflect.Type, names map[string]bool, seen map[reflect.Type]bool) map[string]bool {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return names
+	}
+	seen[t] = true
+	for field := range t.Fields() {
+		if field.Anonymous {
+			names[field.Name] = true
+		}
+		embeddedNames(field.Type, names, seen)
+	}
+	return names
+}
+
+// jsonKind names a decoded JSON value: an array, a string…
+func jsonKind(value any) string {
 	switch value.(type) {
 	case []any:
 		return "an array"
