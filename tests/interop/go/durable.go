@@ -20,9 +20,9 @@ import (
 // output gives it.
 const durableDenial = "not by id"
 
-// durableMaxBatches bounds the paging of ListPausedBatches, so a next_page_token that never
+// durableMaxPages bounds the paging of ListPausedBatches, so a next_page_token that never
 // empties fails the check instead of looping forever.
-const durableMaxBatches = 10000
+const durableMaxPages = 10000
 
 // durableChecker runs the checks of paused batches in a store two servers share: a and b
 // are the ToolServices of the two processes, both with the demo tools and the same --state.
@@ -90,31 +90,45 @@ func pendingDelete(pending []*pb.PendingCall, key string) error {
 	return nil
 }
 
-// listAll pages through client's ListPausedBatches one batch a page (the SDK's PausedBatches
-// follows next_page_token): every batch listed, each once. One raw page checks the size.
+// listAll pages through client's ListPausedBatches one batch a page until next_page_token is
+// empty (the raw stub, so each page is checked): every batch listed, each once. The SDK's
+// PausedBatches, paging the same way, must give the same batches.
 func listAll(client *llmworker.Client) ([]*pb.PausedBatchSummary, error) {
-	page, err := client.Service().ListPausedBatches(context.Background(), &pb.ListPausedBatchesRequest{PageSize: 1})
-	if err != nil {
-		return nil, fmt.Errorf("ListPausedBatches: %w", err)
-	}
-	if len(page.Batches) > 1 {
-		return nil, fmt.Errorf("ListPausedBatches with page_size 1: %d batches", len(page.Batches))
-	}
 	var batches []*pb.PausedBatchSummary
 	seen := map[string]bool{}
-	for batch, err := range client.PausedBatches(context.Background(), 1) {
+	token := ""
+	for range durableMaxPages {
+		page, err := client.Service().ListPausedBatches(context.Background(),
+			&pb.ListPausedBatchesRequest{PageSize: 1, PageToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("ListPausedBatches after %d batches: %w", len(batches), err)
+			return nil, fmt.Errorf("ListPausedBatches (page_token %q): %w", token, err)
 		}
-		if seen[batch.BatchId] {
-			return nil, fmt.Errorf("ListPausedBatches: batch %s on two pages", batch.BatchId)
+		if len(page.Batches) > 1 {
+			return nil, fmt.Errorf("ListPausedBatches with page_size 1: %d batches", len(page.Batches))
 		}
-		seen[batch.BatchId] = true
-		if batches = append(batches, batch); len(batches) > durableMaxBatches {
-			return nil, fmt.Errorf("ListPausedBatches: a next_page_token after %d batches", durableMaxBatches)
+		for _, batch := range page.Batches {
+			if seen[batch.BatchId] {
+				return nil, fmt.Errorf("ListPausedBatches: batch %s on two pages", batch.BatchId)
+			}
+			seen[batch.BatchId] = true
+			batches = append(batches, batch)
 		}
+		if page.NextPageToken == "" {
+			var paged []string
+			for batch, err := range client.PausedBatches(context.Background(), 1) {
+				if err != nil {
+					return nil, fmt.Errorf("the SDK's PausedBatches: %w", err)
+				}
+				paged = append(paged, batch.BatchId)
+			}
+			if listed := listedIDs(batches); !slices.Equal(paged, listed) {
+				return nil, fmt.Errorf("the SDK's PausedBatches gave %v, the pages %v", paged, listed)
+			}
+			return batches, nil
+		}
+		token = page.NextPageToken
 	}
-	return batches, nil
+	return nil, fmt.Errorf("ListPausedBatches: a next_page_token after %d pages", durableMaxPages)
 }
 
 // listedIDs lists the batch ids of batches.

@@ -23,10 +23,11 @@
 // "OK <check>" line per check; any mismatch prints "FAIL <check>: <why>" and exits 1. The
 // provider serves the Go tools "go_reverse" and "go_whoami" (the SDK's provider, with gRPC
 // health unless -no-health), registers them with a server's internal ToolRegistry (each of a
-// comma-separated list), prints "READY <port>" and serves until SIGTERM, when it unregisters
-// them; with -renew it retries every target that failed, prints "READY <port>" once all
-// accepted, and the SDK renews every registration at that interval (-port keeps its address,
-// so a restarted provider's registration is a renewal). The agent checks the
+// comma-separated list; any failure ends it), prints "READY <port>" and serves until
+// SIGTERM, when it unregisters them; the SDK renews every registration (every 4 s). With
+// -renew it retries every target that failed, prints "READY <port>" once all accepted, and
+// the SDK renews at that interval (-port keeps its address, so a restarted provider's
+// registration is a renewal). The agent checks the
 // agent contract on the demo tools (call ids, metadata, approval, CallTools, ResumeBatch).
 // The stream checks CallToolStream on the demo tools (events in order, the result last,
 // CallTool's errors, cancellation reaching the tool). The watch checks WatchDefinitions: the

@@ -81,6 +81,9 @@ func runSearch(target string) error {
 			if err != nil {
 				return err
 			}
+			if len(response.Scores) != len(response.Definitions) {
+				return fmt.Errorf("%d scores for %d definitions", len(response.Scores), len(response.Definitions))
+			}
 			var entries []struct {
 				Type     string `json:"type"`
 				Function struct {

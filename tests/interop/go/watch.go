@@ -63,14 +63,14 @@ func (w *watch) next() (*pb.ListDefinitionsSortedResponse, error) {
 	}
 }
 
-// watcher runs the WatchDefinitions checks: three watches (plain, with a known fingerprint,
-// in OpenAI Chat format) that a RegisterTool through the internal registry, then an
-// UnregisterTool of the same tool, must reach.
+// watcher runs the WatchDefinitions checks: four watches (plain, the SDK's iterator, with a
+// known fingerprint, in OpenAI Chat format) that a RegisterTool through the internal
+// registry, then an UnregisterTool of the same tool, must reach.
 type watcher struct {
 	client   *llmworker.Client
 	registry pb.ToolRegistryClient
 	token    string
-	watches  []*watch // plain, known fingerprint, openai_chat
+	watches  []*watch // plain, the SDK's, known fingerprint, openai_chat
 	// What the first messages said, for the registration check (and the departure check,
 	// which returns to these names).
 	names       []string
@@ -227,9 +227,14 @@ func (w *watcher) listing(request *pb.ListDefinitionsSortedRequest) (*pb.ListDef
 	return listed, nil
 }
 
-// first: a plain watch's first message is ListDefinitionsSorted's answer.
+// first: a plain watch's first message, and the SDK watch's first state, are
+// ListDefinitionsSorted's answer.
 func (w *watcher) first() error {
-	plain := w.openSDK("plain")
+	plain, err := w.open("plain", &pb.WatchDefinitionsRequest{})
+	if err != nil {
+		return err
+	}
+	sdk := w.openSDK("SDK")
 	message, err := plain.next()
 	if err != nil {
 		return err
@@ -240,6 +245,13 @@ func (w *watcher) first() error {
 	}
 	if err := sameListing(message, want); err != nil {
 		return err
+	}
+	state, err := sdk.next()
+	if err != nil {
+		return err
+	}
+	if err := sameListing(state, want); err != nil {
+		return fmt.Errorf("the SDK's watch: %w", err)
 	}
 	if len(message.Definitions) == 0 {
 		return errors.New("no definitions, want the server's tools")
@@ -364,12 +376,12 @@ func (w *watcher) authorised() context.Context {
 }
 
 // everyWatch checks the messages of a change (`after`, e.g. "registering go_watch_1"): the
-// plain and known-fingerprint watches deliver want, ListDefinitionsSorted's answer, listing
-// wantNames; the openai_chat watch delivers the same names in OpenAI Chat format, as
-// ListDefinitionsSorted formats them, with a fingerprint other than chatWas. Then no watch
-// sends anything more. It returns the openai_chat fingerprint.
+// plain, the SDK's and the known-fingerprint watches deliver want, ListDefinitionsSorted's
+// answer, listing wantNames; the openai_chat watch delivers the same names in OpenAI Chat
+// format, as ListDefinitionsSorted formats them, with a fingerprint other than chatWas. Then
+// no watch sends anything more. It returns the openai_chat fingerprint.
 func (w *watcher) everyWatch(after string, want *pb.ListDefinitionsSortedResponse, wantNames []string, chatWas string) (string, error) {
-	for _, open := range w.watches[:2] {
+	for _, open := range w.watches[:3] {
 		message, err := open.next()
 		if err != nil {
 			return "", err
@@ -381,7 +393,7 @@ func (w *watcher) everyWatch(after string, want *pb.ListDefinitionsSortedRespons
 			return "", fmt.Errorf("%s watch after %s lists %v, want %v", open.name, after, names(message.Definitions), wantNames)
 		}
 	}
-	message, err := w.watches[2].next()
+	message, err := w.watches[3].next()
 	if err != nil {
 		return "", err
 	}
