@@ -1,32 +1,41 @@
-// The client of one llmworker server: calls, streams, batches with decisions, listings in
-// provider formats, search and watch, each failure the typed error of its reason.
+// The client of one llmworker server (or, balancing, of its replicas): calls, streams,
+// batches with decisions, listings in provider formats, search and watch, each failure the
+// typed error of its reason.
 import { create } from "@bufbuild/protobuf";
-import { type Client, type Interceptor, createClient as connectClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Client, type Transport, createClient as connectClient } from "@connectrpc/connect";
 
-import type { Attachment, CallDecision, CallResult, PausedBatch, ToolProgress } from "./gen/llmworker/v1/tool_service_pb.js";
+import type { Attachment, CallDecision, CallResult, PausedBatch, PausedBatchSummary, ToolProgress } from "./gen/llmworker/v1/tool_service_pb.js";
 import {
   CallDecisionSchema,
   CallToolRequestSchema,
   type CallToolResponse,
+  type CallToolsResponse,
   DefinitionFormat,
   type ListDefinitionsSortedResponse,
   ToolService,
 } from "./gen/llmworker/v1/tool_service_pb.js";
 import type { ToolDefinition } from "./gen/llmworker/v1/tool_pb.js";
+import { retryIsSafe } from "./balancing.js";
+import type { LlmworkerTransport, TransportOptions } from "./endpoint.js";
 import { fromError } from "./errors.js";
+import { openTransport } from "./transport.js";
 
-/** How to reach the server. */
-export interface ClientOptions {
-  /** A caller token of the server's --auth-tokens, sent as "authorization: Bearer". */
-  token?: string;
-  /** Connect over TLS, trusting these PEM certificates (default: the system's), and with
-   * cert and key, mutual TLS. Without any of the three the connection is plaintext. */
-  ca?: string | Buffer;
-  cert?: string | Buffer;
-  key?: string | Buffer;
-  /** A deadline for every call, in milliseconds (none by default). */
-  timeoutMs?: number;
+/** How to reach the server: TLS, a token, a deadline for every call, balancing. */
+export type ClientOptions = TransportOptions;
+
+/** JSON text sent as it is, neither parsed nor serialized again: a model's arguments string,
+ * or a literal JSON.stringify cannot write (the server refuses NaN, for one). */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+/** An input given as JSON text (see RawJson). */
+export function rawJson(text: string): RawJson {
+  return new RawJson(text);
+}
+
+function jsonOf(input: unknown): string {
+  return input instanceof RawJson ? input.text : JSON.stringify(input);
 }
 
 /** A call's output: the text the model reads, the structured result (parsed JSON; undefined
@@ -42,6 +51,8 @@ export interface CallOptions {
   callId?: string;
   metadata?: Record<string, string>;
   signal?: AbortSignal;
+  /** This call's deadline in milliseconds, instead of the client's timeoutMs. */
+  timeoutMs?: number;
 }
 
 /** One event of a streamed call: progress, a chunk of output, or (last) the result. */
@@ -58,8 +69,12 @@ export interface Call {
   metadata?: Record<string, string>;
 }
 
-/** How a batch ended: every result in call order, or the pause and how to go on. */
-export type Outcome = { completed: CallResult[]; paused?: undefined } | { completed?: undefined; paused: PausedBatch };
+/** How a batch ended: every result in call order (and for a batch that came in a
+ * provider's format, runProviderToolCalls, the results as the message to send back in it,
+ * parsed), or the pause and how to go on. */
+export type Outcome =
+  | { completed: CallResult[]; message?: unknown; paused?: undefined }
+  | { completed?: undefined; message?: undefined; paused: PausedBatch };
 
 /** The server's tool set, sorted by name, with its fingerprint. */
 export interface Definitions {
@@ -83,9 +98,10 @@ export function deny(callId: string, reason: string): CallDecision {
   return create(CallDecisionSchema, { callId, decision: { case: "deny", value: { reason } } });
 }
 
-/** Let the call run with input instead of the model's. */
+/** Let the call run with input (sent as JSON, or a RawJson as it is) instead of the
+ * model's. */
 export function approveWithInput(callId: string, input: unknown): CallDecision {
-  const inputJson = JSON.stringify(input);
+  const inputJson = jsonOf(input);
   return create(CallDecisionSchema, { callId, decision: { case: "approveWithInput", value: { inputJson } } });
 }
 
@@ -95,9 +111,11 @@ function resultOf(response: CallToolResponse): ToolResult {
   return result;
 }
 
-function outcomeOf(outcome: { case: "completed"; value: { results: CallResult[] } } | { case: "paused"; value: PausedBatch } | { case: undefined; value?: undefined }): Outcome {
+function outcomeOf(outcome: CallToolsResponse["outcome"]): Outcome {
   if (outcome.case === "paused") return { paused: outcome.value };
-  return { completed: outcome.case === "completed" ? outcome.value.results : [] };
+  if (outcome.case !== "completed") return { completed: [] };
+  const { results, resultsMessageJson } = outcome.value;
+  return resultsMessageJson ? { completed: results, message: JSON.parse(resultsMessageJson) } : { completed: results };
 }
 
 /** Rethrows what a call threw as the typed error of its reason. */
@@ -109,34 +127,33 @@ async function typed<T>(call: Promise<T>): Promise<T> {
   }
 }
 
-/** A client of the server at target ("127.0.0.1:50051"); plaintext unless options.ca. */
+/** A client of the server at target ("127.0.0.1:50051", "unix:///run/llmworker.sock"), or
+ * with balancing: true, of every replica it names ("dns:///tools.internal:50051",
+ * "ipv4:10.0.0.1:50051,10.0.0.2:50051"); plaintext unless options.ca, cert or key. */
 export function createClient(target: string, options: ClientOptions = {}): LlmworkerClient {
   return new LlmworkerClient(target, options);
 }
 
+// How often, at most, a balancing client lists the tools to learn whether an unknown one
+// may be retried.
+const LEARN_INTERVAL_MS = 1000;
+
 export class LlmworkerClient {
+  readonly #transport: LlmworkerTransport;
   readonly #service: Client<typeof ToolService>;
   readonly #timeoutMs: number | undefined;
+  readonly #balancing: boolean;
+  // balancing: whether a call of each tool may be retried, from the last listing
+  #retrySafe = new Map<string, boolean>();
+  #learnedAt = 0;
+  #learning: Promise<void> | undefined;
 
   constructor(target: string, options: ClientOptions = {}) {
-    if (options.token !== undefined && /[\r\n]/.test(options.token)) {
-      throw new TypeError("the token holds a line break; give the token alone");
-    }
-    const interceptors: Interceptor[] = [];
-    const token = options.token;
-    if (token) {
-      interceptors.push((next) => (request) => {
-        request.header.set("authorization", `Bearer ${token}`);
-        return next(request);
-      });
-    }
-    const secure = options.ca !== undefined || options.cert !== undefined || options.key !== undefined;
-    const transport = createGrpcTransport({
-      baseUrl: `${secure ? "https" : "http"}://${target}`,
-      interceptors,
-      nodeOptions: secure ? { ca: options.ca, cert: options.cert, key: options.key } : {},
-    });
-    this.#service = connectClient(ToolService, transport);
+    this.#balancing = options.balancing ?? false;
+    const retryable = (method: unknown, input: unknown): boolean =>
+      method === ToolService.method.callTool && this.#retrySafe.get((input as { name?: string }).name ?? "") === true;
+    this.#transport = openTransport(target, options, retryable);
+    this.#service = connectClient(ToolService, this.#transport);
     this.#timeoutMs = options.timeoutMs;
   }
 
@@ -145,11 +162,26 @@ export class LlmworkerClient {
     return this.#service;
   }
 
-  /** Run the tool name with input (sent as JSON) and give its result; a failure throws the
-   * class of its reason (ToolNotFound, ToolInvalidArgument…). */
+  /** The transport under it (with balancing, over every replica), for a client of another
+   * service on the same connections: createServiceClient(Health, client.transport). */
+  get transport(): Transport {
+    return this.#transport;
+  }
+
+  /** Close the connections (and with balancing, stop the health checks); calls fail from
+   * now on. A balancing client must be closed for its process to exit. */
+  close(): void {
+    this.#transport.close();
+  }
+
+  /** Run the tool name with input (sent as JSON, or a RawJson as it is) and give its result;
+   * a failure throws the class of its reason (ToolNotFound, ToolInvalidArgument…). With
+   * balancing, a call of a tool annotated read-only or idempotent that fails UNAVAILABLE is
+   * tried again on another replica. */
   async callTool(name: string, input: unknown = {}, options: CallOptions = {}): Promise<ToolResult> {
+    await this.#learn(name);
     const request = this.#request(name, input, options);
-    const response = await typed(this.#service.callTool(request, this.#call(options.signal)));
+    const response = await typed(this.#service.callTool(request, this.#call(options.signal, options.timeoutMs)));
     return resultOf(response);
   }
 
@@ -159,7 +191,7 @@ export class LlmworkerClient {
     const abort = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, abort.signal]) : abort.signal;
     try {
-      for await (const event of this.#service.callToolStream(this.#request(name, input, options), this.#call(signal))) {
+      for await (const event of this.#service.callToolStream(this.#request(name, input, options), this.#call(signal, options.timeoutMs))) {
         const which = event.event;
         if (which.case === "progress") yield { kind: "progress", progress: which.value };
         else if (which.case === "outputChunk") yield { kind: "chunk", text: which.value.text };
@@ -172,8 +204,16 @@ export class LlmworkerClient {
     }
   }
 
+  /** The definition of the tool name (GetTool). */
+  async getTool(name: string): Promise<ToolDefinition> {
+    const response = await typed(this.#service.getTool({ name }, this.#call()));
+    if (!response.definition) throw new Error(`GetTool ${name} answered no definition`);
+    return response.definition;
+  }
+
   /** Run calls as one batch through the server's hooks and approvals: a call of a tool that
-   * requires approval pauses the batch until resume decides it. */
+   * requires approval pauses the batch until resume decides it. A call's failure is in its
+   * result (statusError(result.error) gives its typed error). */
   async callTools(calls: Call[]): Promise<Outcome> {
     const request = { calls: calls.map((call) => this.#request(call.name, call.input ?? {}, { callId: call.id, metadata: call.metadata })) };
     const response = await typed(this.#service.callTools(request, this.#call()));
@@ -187,10 +227,28 @@ export class LlmworkerClient {
     return outcomeOf(response.outcome);
   }
 
+  /** Go on with a paused batch pausedBatches found, by its id instead of its token: allowed
+   * to the caller that paused it and to approvers whose globs match. */
+  async decide(batchId: string, decisions: CallDecision[]): Promise<Outcome> {
+    const response = await typed(this.#service.resumeBatch({ batchId, decisions }, this.#call()));
+    return outcomeOf(response.outcome);
+  }
+
+  /** The paused batches this client may decide, oldest first, fetched pageSize at a time
+   * (0: the server's default, 50), on any replica of a shared store. */
+  async *pausedBatches(pageSize = 0): AsyncGenerator<PausedBatchSummary> {
+    let pageToken = "";
+    do {
+      const page = await typed(this.#service.listPausedBatches({ pageSize, pageToken }, this.#call()));
+      yield* page.batches;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
   /** Run the tool calls of a model's output in a provider's format as one batch: the results
    * as the message to send back in that format (parsed JSON), or the pause. */
   async runProviderToolCalls(format: DefinitionFormat, modelOutput: unknown): Promise<{ message: unknown } | { paused: PausedBatch }> {
-    const request = { format, modelOutputJson: JSON.stringify(modelOutput) };
+    const request = { format, modelOutputJson: jsonOf(modelOutput) };
     const response = await typed(this.#service.runProviderToolCalls(request, this.#call()));
     if (response.outcome.case === "paused") return { paused: response.outcome.value };
     return { message: JSON.parse(response.outcome.value ?? "null") };
@@ -199,7 +257,7 @@ export class LlmworkerClient {
   /** The tools this client may use. */
   async listDefinitions(): Promise<Definitions> {
     const response = await typed(this.#service.listDefinitionsSorted({}, this.#call()));
-    return definitionsOf(response);
+    return this.#definitionsOf(response);
   }
 
   /** The same tools as a provider's request field takes them (the parsed "tools" array). */
@@ -219,9 +277,10 @@ export class LlmworkerClient {
   async *watchDefinitions(signal?: AbortSignal): AsyncGenerator<Definitions> {
     const abort = new AbortController();
     try {
-      const options = { signal: signal ? AbortSignal.any([signal, abort.signal]) : abort.signal };
+      // timeoutMs 0: a watch has no deadline, whatever the client's timeoutMs
+      const options = { signal: signal ? AbortSignal.any([signal, abort.signal]) : abort.signal, timeoutMs: 0 };
       for await (const response of this.#service.watchDefinitions({}, options)) {
-        if (!response.unchanged) yield definitionsOf(response);
+        if (!response.unchanged) yield this.#definitionsOf(response);
       }
     } catch (error) {
       throw fromError(error);
@@ -233,17 +292,36 @@ export class LlmworkerClient {
   #request(name: string, input: unknown, options: CallOptions) {
     return create(CallToolRequestSchema, {
       name,
-      inputJson: JSON.stringify(input),
+      inputJson: jsonOf(input),
       callId: options.callId ?? "",
       metadata: options.metadata ?? {},
     });
   }
 
-  #call(signal?: AbortSignal) {
-    return { signal, timeoutMs: this.#timeoutMs };
+  #call(signal?: AbortSignal, timeoutMs?: number) {
+    return { signal, timeoutMs: timeoutMs ?? this.#timeoutMs };
   }
-}
 
-function definitionsOf(response: ListDefinitionsSortedResponse): Definitions {
-  return { tools: response.definitions, fingerprint: response.fingerprint };
+  #definitionsOf(response: ListDefinitionsSortedResponse): Definitions {
+    if (this.#balancing) {
+      this.#retrySafe = new Map(response.definitions.map((tool) => [tool.name, retryIsSafe(tool)]));
+      this.#learnedAt = Date.now();
+    }
+    return { tools: response.definitions, fingerprint: response.fingerprint };
+  }
+
+  /** Balancing: learn from a listing whether the tool name may be retried, unless known (or
+   * listed within the last second). A failed listing leaves the call unretried. */
+  async #learn(name: string): Promise<void> {
+    if (!this.#balancing || this.#retrySafe.has(name) || Date.now() - this.#learnedAt < LEARN_INTERVAL_MS) return;
+    this.#learning ??= this.#service
+      .listDefinitionsSorted({}, this.#call())
+      .then((response) => void this.#definitionsOf(response))
+      .catch(() => {})
+      .finally(() => {
+        this.#learnedAt = Date.now();
+        this.#learning = undefined;
+      });
+    await this.#learning;
+  }
 }

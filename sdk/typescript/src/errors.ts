@@ -3,6 +3,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 
+import type { Status } from "./gen/google/rpc/status_pb.js";
+
 /** The ErrorInfo domain of every status the server sends. */
 export const DOMAIN = "llmworker";
 
@@ -22,9 +24,11 @@ export class LlmworkerError extends Error {
     this.metadata = metadata;
   }
 
-  /** The gRPC status code's name, e.g. "NOT_FOUND". */
+  /** The gRPC status code's name, e.g. "NOT_FOUND" (gRPC spells Connect's Canceled
+   * CANCELLED). */
   get codeName(): string {
-    return Code[this.code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+    if (this.code === Code.Canceled) return "CANCELLED";
+    return (Code[this.code] ?? String(this.code)).replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
   }
 }
 
@@ -147,4 +151,15 @@ export function fromError(error: unknown): unknown {
   }
   const Class = Object.hasOwn(ERROR_CLASSES, info.reason) ? (ERROR_CLASSES[info.reason] ?? LlmworkerError) : LlmworkerError;
   return new Class(error.code, info.reason, error.rawMessage, info.metadata, error);
+}
+
+/** The typed error of a google.rpc.Status: a batch's per-call failure (CallResult.error), as
+ * fromError gives an RPC's. Undefined for no status or an OK one. */
+export function statusError(status: Status | undefined): LlmworkerError | undefined {
+  if (!status || status.code === 0) return undefined;
+  const failure = new ConnectError(status.message, status.code as Code);
+  for (const detail of status.details) {
+    failure.details.push({ type: detail.typeUrl.slice(detail.typeUrl.lastIndexOf("/") + 1), value: detail.value });
+  }
+  return fromError(failure) as LlmworkerError;
 }

@@ -1,18 +1,20 @@
 // Tools written in TypeScript, served to llmworker registries: each tool takes a zod schema
 // (z.toJSONSchema gives its input schema) or a plain JSON Schema, and the provider serves
-// ToolService (GetTool, CallTool, CallToolStream) over gRPC, registers the tools with
-// registries, renews them, and unregisters them when it stops.
+// ToolService (GetTool, CallTool, CallToolStream) and grpc.health.v1.Health over gRPC,
+// registers the tools with registries, renews them, and unregisters them when it stops.
 import http2 from "node:http2";
 import net from "node:net";
 
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient as connectClient } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 import { type ToolDefinition, ToolDefinitionSchema } from "./gen/llmworker/v1/tool_pb.js";
 import { ToolRegistry } from "./gen/llmworker/v1/tool_registry_pb.js";
 import { type CallToolEvent, type CallToolResponse, ToolService } from "./gen/llmworker/v1/tool_service_pb.js";
 import { DOMAIN, encodeErrorInfo, fromError } from "./errors.js";
+import { ServingHealth } from "./health.js";
+import { createTransport } from "./transport.js";
 
 /** A zod schema (v4), or anything with the same two methods. */
 export interface SchemaLike<T> {
@@ -150,6 +152,7 @@ export class Provider {
   #address = "";
   #stopped = false;
   readonly #registrations: Registration[] = [];
+  readonly #health = new ServingHealth();
 
   constructor(tools: Tool[]) {
     for (const tool of tools) {
@@ -158,9 +161,12 @@ export class Provider {
     }
   }
 
-  /** Serve on host:port (port 0: a free one); resolves to the address ("127.0.0.1:PORT"). */
+  /** Serve on host:port (port 0: a free one); resolves to the address ("127.0.0.1:PORT").
+   * Besides the tools, grpc.health.v1.Health answers SERVING for "" and
+   * llmworker.v1.ToolService, and NOT_SERVING once stop() begins. */
   async serve(port = 0, host = "127.0.0.1"): Promise<string> {
     const tools = this.#tools;
+    const health = this.#health;
     const find = (name: string): Tool => {
       const tool = tools.get(name);
       if (!tool) throw new ConnectError(`Tool '${name}' not found`, Code.NotFound);
@@ -168,6 +174,7 @@ export class Provider {
     };
     const handler = connectNodeAdapter({
       routes(router) {
+        health.routes(router);
         router.service(ToolService, {
           getTool(request) {
             return { definition: find(request.name).definition };
@@ -222,11 +229,7 @@ export class Provider {
   async register(target: string, options: RegisterOptions = {}): Promise<void> {
     const address = options.address ?? this.#address;
     if (!address) throw new Error("nothing to register yet: call serve first, or give address");
-    const socket = target.startsWith("unix:") ? target.replace(/^unix:(\/\/)?/, "") : undefined;
-    const transport = createGrpcTransport({
-      baseUrl: socket ? "http://localhost" : `http://${target}`,
-      nodeOptions: socket ? { createConnection: () => net.connect(socket) } : {},
-    });
+    const transport = createTransport(target);
     const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
     const registration = {
       target,
@@ -286,10 +289,11 @@ export class Provider {
     }
   }
 
-  /** Unregister the tools from every registry, then stop serving: calls still running get
-   * graceMs (default 5 s) before their connections are closed. */
+  /** Report NOT_SERVING, unregister the tools from every registry, then stop serving: calls
+   * still running get graceMs (default 5 s) before their connections are closed. */
   async stop(graceMs = 5000): Promise<void> {
     this.#stopped = true;
+    this.#health.stopServing();
     for (const registration of this.#registrations.splice(0)) {
       clearTimeout(registration.timer);
       await registration.renewing; // a renewal in flight lands before the unregistering
@@ -297,6 +301,7 @@ export class Provider {
     }
     const server = this.#server;
     this.#server = undefined;
+    this.#health.endWatches();
     if (!server) return;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const session of this.#sessions) session.close(); // no new streams; open ones finish

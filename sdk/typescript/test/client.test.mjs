@@ -1,5 +1,6 @@
 // The TypeScript SDK against llmworker's demo server: calls and typed errors, streams,
-// batches with approval, listings, search, watch, and TLS with tokens.
+// batches with approval (and by id, typed per call, in provider formats), listings, search,
+// watch, and TLS with tokens.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { execFileSync } from "node:child_process";
@@ -9,10 +10,14 @@ import path from "node:path";
 
 import {
   ApprovalRequired,
+  CallDenied,
+  Code,
   DefinitionFormat,
+  Health,
   InvalidRequest,
   LlmworkerError,
   ResumeTokenUnknown,
+  ServingStatus,
   ToolForbidden,
   ToolInvalidArgument,
   ToolNotFound,
@@ -20,6 +25,10 @@ import {
   ERROR_CLASSES,
   approve,
   createClient,
+  createServiceClient,
+  deny,
+  rawJson,
+  statusError,
 } from "../dist/index.js";
 import { startServer } from "./server.mjs";
 
@@ -132,10 +141,69 @@ test("TLS with a CA, and tokens", async () => {
   assert.equal((await client.callTool("echo", { text: "tls" })).output, "tls");
   await assert.rejects(client.callTool("calculate", { expression: "1" }), ToolForbidden);
   await assert.rejects(createClient(secure.address, { ca }).callTool("echo", { text: "x" }), Unauthenticated);
+  // plaintext to the TLS port: the connection fails, UNAVAILABLE as gRPC says (Connect alone
+  // reports the stream its dying session cancelled as CANCELED)
   await assert.rejects(createClient(secure.address, { token, timeoutMs: 5000 }).callTool("echo", { text: "x" }), (error) => {
     assert.ok(error instanceof LlmworkerError);
     assert.equal(error.reason, "");
+    assert.equal(error.codeName, "UNAVAILABLE");
     return true;
   });
   assert.throws(() => createClient(secure.address, { token: "two\nlines" }), TypeError);
+});
+
+test("raw JSON input, a call's own deadline, CANCELLED, and GetTool", async () => {
+  const client = createClient(plain.address, { timeoutMs: 20000 });
+  await assert.rejects(client.callTool("countdown", rawJson('{"n": 1, "delay": NaN}')), (error) => {
+    assert.ok(error instanceof ToolInvalidArgument);
+    assert.match(error.metadata.tool_error, /^\$\.delay: NaN is not JSON/);
+    return true;
+  });
+  assert.equal((await client.callTool("echo", rawJson('{"text": "as written"}'))).output, "as written");
+  await assert.rejects(client.callTool("countdown", { n: 100, delay: 0.1 }, { timeoutMs: 200 }), (error) => {
+    assert.ok(error instanceof LlmworkerError);
+    assert.equal(error.codeName, "DEADLINE_EXCEEDED");
+    return true;
+  });
+  const abort = new AbortController();
+  const cancelled = client.callTool("countdown", { n: 100, delay: 0.1 }, { signal: abort.signal });
+  setTimeout(() => abort.abort(), 100);
+  await assert.rejects(cancelled, (error) => error instanceof LlmworkerError && error.codeName === "CANCELLED" && error.code === Code.Canceled);
+  const echo = await client.getTool("echo");
+  assert.equal(echo.name, "echo");
+  await assert.rejects(client.getTool("no_such_tool"), ToolNotFound);
+  assert.equal((await createServiceClient(Health, client.transport).check({ service: "" })).status, ServingStatus.SERVING);
+  client.close();
+  await assert.rejects(client.callTool("echo", { text: "x" }), (error) => error.codeName === "UNAVAILABLE" && /closed/.test(error.message));
+});
+
+test("a batch's per-call failures are typed, and batches are found and decided by id", async () => {
+  const client = createClient(plain.address);
+  const outcome = await client.callTools([{ id: "x", name: "no_such_tool" }, { id: "e", name: "echo", input: { text: "e" } }]);
+  const [failed, ok] = outcome.completed;
+  const error = statusError(failed.error);
+  assert.ok(error instanceof ToolNotFound);
+  assert.equal(error.codeName, "NOT_FOUND");
+  assert.equal(error.metadata.tool, "no_such_tool");
+  assert.equal(statusError(ok.error), undefined);
+  await client.callTool("kv_set", { key: "by-id", value: "v" });
+  const paused = await client.callTools([{ id: "d", name: "kv_delete", input: { key: "by-id" } }]);
+  const listed = [];
+  for await (const batch of client.pausedBatches(1)) listed.push(batch.batchId);
+  assert.ok(listed.includes(paused.paused.batchId), `${paused.paused.batchId} not among ${listed}`);
+  const denied = await client.decide(paused.paused.batchId, [deny("d", "no")]);
+  assert.ok(statusError(denied.completed[0].error) instanceof CallDenied);
+  assert.equal((await client.callTool("kv_get", { key: "by-id" })).output, "v");
+});
+
+test("a provider-format batch resumed gives its message in that format", async () => {
+  const client = createClient(plain.address);
+  await client.callTool("kv_set", { key: "fmt", value: "1" });
+  const modelOutput = { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "kv_delete", input: { key: "fmt" } }] };
+  const answered = await client.runProviderToolCalls(DefinitionFormat.ANTHROPIC, modelOutput);
+  assert.ok("paused" in answered);
+  const done = await client.resume(answered.paused.resumeToken, [approve("t1")]);
+  assert.deepEqual(done.message, { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "deleted" }] });
+  const plainBatch = await client.callTools([{ id: "e", name: "echo", input: { text: "e" } }]);
+  assert.equal(plainBatch.message, undefined);
 });

@@ -1,11 +1,22 @@
 // The TypeScript provider on its own: a zod schema's input side as the definition, calls and
-// errors as a registry sees them, and stop() ending while a client still holds a connection.
+// errors as a registry sees them, stop() ending while a client still holds a connection, and
+// its grpc.health.v1 Health.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { z } from "zod";
 
-import { InvalidArgument, Provider, ToolExecutionFailed, ToolInvalidArgument, createClient, defineTool } from "../dist/index.js";
+import {
+  Health,
+  InvalidArgument,
+  Provider,
+  ServingStatus,
+  ToolExecutionFailed,
+  ToolInvalidArgument,
+  createClient,
+  createServiceClient,
+  defineTool,
+} from "../dist/index.js";
 
 const upper = defineTool({
   name: "ts_upper",
@@ -48,4 +59,29 @@ test("calls, errors, and a stop that ends with a client connected", async () => 
   assert.ok(Date.now() - started < 5000, "stop waited for the client's connection");
   assert.throws(() => new Provider([upper, upper]), TypeError);
   assert.throws(() => defineTool({ name: "bad name", description: "", input: {}, run: () => "" }), TypeError);
+});
+
+test("grpc.health.v1: SERVING until stop() begins, then NOT_SERVING, and watches end", async () => {
+  const provider = new Provider([upper]);
+  const address = await provider.serve();
+  const health = createServiceClient(Health, address, { timeoutMs: 5000 });
+  assert.equal((await health.check({ service: "" })).status, ServingStatus.SERVING);
+  assert.equal((await health.check({ service: "llmworker.v1.ToolService" })).status, ServingStatus.SERVING);
+  await assert.rejects(health.check({ service: "other" }), (error) => error instanceof ConnectError && error.code === Code.NotFound);
+  const listed = await health.list({});
+  assert.deepEqual(Object.keys(listed.statuses).sort(), ["", "llmworker.v1.ToolService"]);
+  const seen = [];
+  const watching = (async () => {
+    for await (const reply of health.watch({ service: "llmworker.v1.ToolService" }, { timeoutMs: 0 })) {
+      seen.push(ServingStatus[reply.status]);
+      if (seen.length === 1) void provider.stop();
+    }
+  })();
+  const unknown = [];
+  for await (const reply of health.watch({ service: "other" }, { timeoutMs: 0 })) {
+    unknown.push(ServingStatus[reply.status]); // the server ends this watch at stop()
+  }
+  await watching;
+  assert.deepEqual(seen, ["SERVING", "NOT_SERVING"]);
+  assert.deepEqual(unknown, ["SERVICE_UNKNOWN"]);
 });
