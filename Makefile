@@ -14,8 +14,9 @@ GHZ := $(GOBIN_DIR)/ghz
 GHZ_VERSION := v0.120.0
 INTEROP_GO := tests/interop/go/bin/interop
 INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
-# One file `buf generate` writes (buf.gen.yaml), standing for its output.
-INTEROP_GEN_TS := tests/interop/node/gen/llmworker/v1/tool_service.ts
+# The TypeScript SDK: its node_modules, and its build (the Node interop checks import it).
+SDK_TS_MODULES := sdk/typescript/node_modules/.package-lock.json
+SDK_TS_DIST := sdk/typescript/dist/index.js
 
 .PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen sdk-ts sdk-ts-gen
 
@@ -60,23 +61,21 @@ $(PROTOC_GEN_GO_GRPC): | toolchains
 $(GHZ): | toolchains
 	GOBIN=$(GOBIN_DIR) go install github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
 
-# The TypeScript code of the Node interop suite, from proto/ (not committed). The plugin,
-# ts-proto, comes with buf from tools/. buf leaves unchanged files as they were: the touch
-# marks the output up to date.
-$(INTEROP_GEN_TS): buf.gen.yaml $(PROTOS) $(BUF)
-	$(BUF) generate
-	touch $(INTEROP_GEN_TS)
-
 # The Go interop program (not committed): the Go SDK's checks against Python servers, built
 # on sdk/go through its go.mod's replace directive.
 $(INTEROP_GO): $(wildcard tests/interop/go/*.go) tests/interop/go/go.mod tests/interop/go/go.sum \
   $(wildcard sdk/go/*/*.go) sdk/go/go.mod sdk/go/go.sum
 	cd tests/interop/go && go build -o bin/interop .
 
-$(INTEROP_NODE): tests/interop/node/package.json tests/interop/node/package-lock.json | toolchains
+# The Node interop checks run through the TypeScript SDK: npm links @llmworker/sdk to
+# sdk/typescript (file:), whose own node_modules and dist/ the checks then use.
+$(INTEROP_NODE): tests/interop/node/package.json tests/interop/node/package-lock.json $(SDK_TS_MODULES) | toolchains
 	cd tests/interop/node && npm ci --no-audit --no-fund --loglevel=error
 
-interop: $(INTEROP_GO) $(INTEROP_NODE) $(INTEROP_GEN_TS)
+$(SDK_TS_DIST): $(SDK_TS_MODULES) sdk/typescript/tsconfig.json $(shell find sdk/typescript/src -name '*.ts')
+	cd sdk/typescript && npx tsc -p tsconfig.json
+
+interop: $(INTEROP_GO) $(INTEROP_NODE) $(SDK_TS_DIST)
 
 # The Go SDK (sdk/go): its generated package must be what proto/ gives now (a wire change
 # without `make sdk-go-gen` fails here), then go vet, and its tests with the race detector
@@ -94,7 +93,6 @@ sdk-go-gen: $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
 # The TypeScript SDK (sdk/typescript): its generated code must be what proto/ gives now,
 # then tsc --strict builds dist/, and its tests run against the demo server (the packed
 # tarball is installed in an empty directory by tests/sdk, in `make unit`).
-SDK_TS_MODULES := sdk/typescript/node_modules/.package-lock.json
 $(SDK_TS_MODULES): sdk/typescript/package.json sdk/typescript/package-lock.json | toolchains
 	cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error
 
@@ -198,5 +196,5 @@ run: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build .tools tools/node_modules tests/interop/go/bin \
-	  tests/interop/node/node_modules tests/interop/node/gen tests/interop/node/build \
+	  tests/interop/node/node_modules sdk/typescript/node_modules sdk/typescript/dist \
   .mypy_cache .pytest_cache .ruff_cache

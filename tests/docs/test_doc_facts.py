@@ -32,7 +32,7 @@ def test_every_reason_has_its_code_in_the_errors_table() -> None:
 
 def test_the_replicas_page_gives_go_and_node_users_the_service_config_python_uses() -> None:
     replicas = (DOCS / "replicas.md").read_text()
-    section = replicas.split("**Go and Node clients**", 1)[1]
+    section = replicas.split("**Go and TypeScript clients**", 1)[1]
     block = section.split("```json", 1)[1].split("```", 1)[0]
     assert json.loads(block) == json.loads(RETRYING_SERVICE_CONFIG)
 

@@ -1,6 +1,8 @@
-"""Replicas behind gRPC's own load balancing, from Go and Node.js: the service configs of
-``llmworker._client.balancing`` over three server processes, one killed and one drained mid-run, and
-a Go provider keeping its tools registered with several replicas as they come and go.
+"""Replicas behind client-side balancing, from Go and Node.js, over three server processes, one
+killed and one drained mid-run: Go with gRPC's own, given the service configs of
+``llmworker._client.balancing``; Node.js with the TypeScript SDK's (``@llmworker/sdk``), which
+does the same (round robin, grpc.health.v1 health checks, the same retry policy). And a Go
+provider keeping its tools registered with several replicas as they come and go.
 
 The binaries come from ``make interop`` (part of ``make test``); a missing one is a failure
 that says how to build it, never a skip.
@@ -30,7 +32,7 @@ from tests.grpc_support import REPO, ServerProcess, wait_for_lines
 GO_DIR = REPO / "tests/interop/go"
 GO_BINARY = GO_DIR / "bin/interop"
 NODE_BALANCE = REPO / "tests/interop/node/balance.mjs"
-NODE_MODULES = REPO / "tests/interop/node/node_modules/@grpc/grpc-js"
+NODE_MODULES = REPO / "tests/interop/node/node_modules/@llmworker/sdk/dist/index.js"
 REPLICA = ["--demo", "--no-internal", "--port", "0", "--drain-delay", "0.5",
            "--metrics-address", "127.0.0.1:0"]  # fmt: skip
 SECONDS = 4.0
@@ -53,11 +55,55 @@ def require(path: Path) -> None:
         pytest.fail(f"{path.relative_to(REPO)} is missing: run 'make interop' (make test does)")
 
 
-def test_go_and_node_use_the_service_configs_python_uses() -> None:
-    for source in (GO_DIR / "balance.go", NODE_BALANCE):
-        text = source.read_text()
-        assert SERVICE_CONFIG in text, source
-        assert RETRYING_SERVICE_CONFIG in text, source
+# The RPCs the Go SDK's WithRetries retries: those that run at most the one tool they name.
+GO_RETRIED = {
+    "GetTool", "CallTool", "CallToolStream", "ListDefinitionsSorted", "WatchDefinitions",
+    "SearchTools", "ListPausedBatches",
+}  # fmt: skip
+
+
+def test_the_go_sdk_balances_as_the_python_service_config_says() -> None:
+    text = (REPO / "sdk/go/llmworker/balancing.go").read_text()
+    configs = dict(re.findall(r"^\t(\w+Config) += `(.+)`$", text, re.M))
+    assert configs["balancedConfig"] == SERVICE_CONFIG
+    retrying, python = json.loads(configs["retryingConfig"]), json.loads(RETRYING_SERVICE_CONFIG)
+    (method_config,) = retrying.pop("methodConfig")
+    (python_method_config,) = python.pop("methodConfig")
+    assert retrying == python  # round robin and the health check
+    assert method_config["retryPolicy"] == python_method_config["retryPolicy"]
+    # Python's retrying channel carries only CallTool of safe tools; the Go client, which
+    # may call anything, retries only the RPCs that run no batch.
+    services = {name["service"] for name in method_config["name"]}
+    assert services == {"llmworker.v1.ToolService"}
+    assert {name["method"] for name in method_config["name"]} == GO_RETRIED
+    assert json.loads(configs["retryConfig"]) == {"methodConfig": [method_config]}
+
+
+# What the TypeScript SDK balances with: the health service it watches and its retry policy.
+SDK_POLICY = """import { HEALTH_SERVICE, RETRY_POLICY } from "@llmworker/sdk";
+const healthCheckConfig = { serviceName: HEALTH_SERVICE };
+console.log(JSON.stringify({ healthCheckConfig, retryPolicy: RETRY_POLICY }));
+"""
+
+
+async def test_the_node_sdk_balances_as_the_python_service_config_says() -> None:
+    require(NODE_MODULES)
+    # run from tests/interop/node, where @llmworker/sdk resolves as balance.mjs imports it
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        "--input-type=module",
+        "-e",
+        SDK_POLICY,
+        cwd=NODE_BALANCE.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, output.decode()
+    sdk = json.loads(output)
+    config = json.loads(RETRYING_SERVICE_CONFIG)
+    assert sdk["healthCheckConfig"] == config["healthCheckConfig"]
+    assert sdk["retryPolicy"] == config["methodConfig"][0]["retryPolicy"]
 
 
 def metrics_url(replica: ServerProcess) -> str:
@@ -168,10 +214,9 @@ async def test_balanced_calls_survive_a_killed_and_a_drained_replica(language: s
         assert tally["ok"] + sum(tally["failed"].values()) == tally["calls"], tallies
     assert all(count >= 1 for count in served), served
     assert alone > served[2], "the survivor takes the calls once the others are gone"
-    if language == "go":
-        # Client-side health checking: NOT_SERVING moves calls away at once. grpc-js has none
-        # (it ignores healthCheckConfig): Node's calls move only when the drain ends in GOAWAY.
-        assert draining <= CONCURRENCY, f"{draining} calls reached a replica reporting NOT_SERVING"
+    # Client-side health checking (gRPC's in Go, the SDK's in Node): NOT_SERVING moves calls
+    # away at once, so only calls already sent end on the draining replica.
+    assert draining <= CONCURRENCY, f"{draining} calls reached a replica reporting NOT_SERVING"
 
 
 def provider(registries: Sequence[Path], *extra: str) -> ServerProcess:

@@ -1,5 +1,6 @@
-"""A burst on one connection, from grpc-go and grpc-js: admission answers every call (OK or
-CONCURRENCY_LIMIT), gRPC's own stream refusal (REFUSED_STREAM, a bare UNAVAILABLE) none.
+"""A burst on one connection, from grpc-go and the TypeScript SDK (@llmworker/sdk, Connect's
+gRPC transport): admission answers every call (OK or CONCURRENCY_LIMIT), gRPC's own stream
+refusal (REFUSED_STREAM, a bare UNAVAILABLE) none.
 
 The Python client's burst is tests/server/test_admission.py; the binaries come from
 ``make interop`` (part of ``make test``); a missing one is a failure that says how to build

@@ -1,6 +1,6 @@
-"""Paused batches in a store two server processes share, from grpc-go and grpc-js: a batch one
-process paused is listed (ListPausedBatches, paged), resumed and decided by its batch_id on
-the other, and its resume token is single use across both.
+"""Paused batches in a store two server processes share, from grpc-go and the TypeScript SDK:
+a batch one process paused is listed (ListPausedBatches, paged), resumed and decided by its
+batch_id on the other, and its resume token is single use across both.
 
 The servers are real child processes with the demo tools and the same --state (one SQLite
 file); the binaries come from ``make interop`` (part of ``make test``); a missing one is a

@@ -1,6 +1,7 @@
-"""Go (grpc-go) and Node (grpc-js) call tools the server imported from an MCP server written
-with the official SDK (tests/mcp_import's fixture, over stdio): a structured result, progress
-on CallToolStream, an MCP error result as TOOL_EXECUTION_FAILED with the server's text.
+"""Go (grpc-go) and Node (the TypeScript SDK) call tools the server imported from an MCP
+server written with the official SDK (tests/mcp_import's fixture, over stdio): a structured
+result, progress on CallToolStream, an MCP error result as TOOL_EXECUTION_FAILED with the
+server's text.
 
 The binaries come from ``make interop`` (part of ``make test``); a missing one is a failure
 that says how to build it, never a skip.

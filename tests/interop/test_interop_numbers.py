@@ -1,6 +1,7 @@
 """Numbers JSON does not have (NaN, Infinity, -Infinity, 1e400, -1e400) in a call's input_json,
-from grpc-go and grpc-js: refused INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT naming the field by
-CallTool, CallToolStream and, for that call only, CallTools; the server goes on serving.
+from grpc-go and the TypeScript SDK: refused INVALID_ARGUMENT / TOOL_INVALID_ARGUMENT naming
+the field by CallTool, CallToolStream and, for that call only, CallTools; the server goes on
+serving.
 
 The Python client's checks are tests/server/test_non_finite_numbers.py; the binaries come from
 ``make interop`` (part of ``make test``); a missing one is a failure that says how to build

@@ -1,6 +1,6 @@
-"""SearchTools from grpc-go and grpc-js against the demo tools: the tool a query means comes
-first with scores best first, a prefix, a provider format in the same order, bad requests
-refused INVALID_ARGUMENT / INVALID_REQUEST, nothing for words no tool has.
+"""SearchTools from grpc-go and the TypeScript SDK against the demo tools: the tool a query
+means comes first with scores best first, a prefix, a provider format in the same order, bad
+requests refused INVALID_ARGUMENT / INVALID_REQUEST, nothing for words no tool has.
 
 The Python checks are tests/server/test_search_tools.py; the binaries come from ``make
 interop`` (part of ``make test``); a missing one is a failure that says how to build it,

@@ -1,4 +1,4 @@
-"""Who may do what, from grpc-go and grpc-js: provider identities on the internal
+"""Who may do what, from grpc-go and the TypeScript SDK: provider identities on the internal
 ToolRegistry (--provider-tokens) and caller-bound approvals on ResumeBatch (--auth-tokens).
 
 The Python checks are tests/server/test_provider_identities.py and tests/server/test_auth.py;

@@ -1,83 +1,41 @@
-// What the Node interop checks share: the ToolService loaded from the repository's proto/, and
-// the google.rpc.Status / ErrorInfo decoding of errors (trailers and per-result statuses).
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import grpc from "@grpc/grpc-js";
-import protoLoader from "@grpc/proto-loader";
-import protobuf from "protobufjs";
+// What the Node interop checks share, on @llmworker/sdk: failing a check, showing values
+// (BigInt and all), and checking a failure's typed error: its class, gRPC code and reason.
+import { ERROR_CLASSES, LlmworkerError, fromError } from "@llmworker/sdk";
 
-const protoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../proto");
+// JSON text of a value; a BigInt (a Timestamp's seconds) as its digits.
+export const show = (value) => JSON.stringify(value, (_, v) => (typeof v === "bigint" ? v.toString() : v));
 
-// The llmworker.v1.ToolService client constructor. google/protobuf/*.proto come with
-// protobufjs; google/rpc/status.proto is vendored under proto/. `options` adds proto-loader
-// options to keepCase and defaults (e.g. oneofs: true to name the set member of each oneof).
-export function toolService(options = {}) {
-  const definition = protoLoader.loadSync("llmworker/v1/tool_service.proto", {
-    includeDirs: [protoRoot],
-    keepCase: true,
-    defaults: true,
-    ...options,
-  });
-  return grpc.loadPackageDefinition(definition).llmworker.v1.ToolService;
+// A check's fail(check, why): prints "FAIL <prefix><check>: <why>" and exits 1.
+export function failer(prefix) {
+  return (check, why) => {
+    console.log(`FAIL ${prefix}${check}: ${why}`);
+    process.exit(1);
+  };
 }
 
-// google.rpc.Status and ErrorInfo, wire-compatible: Status to read grpc-status-details-bin,
-// ErrorInfo to read the value of a google.protobuf.Any detail.
-const rpc = protobuf.Root.fromJSON({
-  nested: {
-    google: {
-      nested: {
-        protobuf: { nested: { Any: { fields: { type_url: { type: "string", id: 1 }, value: { type: "bytes", id: 2 } } } } },
-        rpc: {
-          nested: {
-            Status: {
-              fields: {
-                code: { type: "int32", id: 1 },
-                message: { type: "string", id: 2 },
-                details: { rule: "repeated", type: "google.protobuf.Any", id: 3 },
-              },
-            },
-            ErrorInfo: {
-              fields: {
-                reason: { type: "string", id: 1 },
-                domain: { type: "string", id: 2 },
-                metadata: { keyType: "string", type: "string", id: 3 },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-});
-const Status = rpc.lookupType("google.rpc.Status");
-const ErrorInfo = rpc.lookupType("google.rpc.ErrorInfo");
-
-// The ErrorInfo among google.protobuf.Any details ({type_url, value}), or null.
-export function detailsErrorInfo(details) {
-  const detail = (details ?? []).find((d) => d.type_url.endsWith("/google.rpc.ErrorInfo"));
-  return detail ? ErrorInfo.decode(detail.value) : null;
+// An error as "CODE REASON message" (or as it is, when the SDK did not type it).
+export function failure(error) {
+  return error instanceof LlmworkerError ? `${error.codeName} ${error.reason || "(no reason)"} ${show(error.message)}` : String(error);
 }
 
-// The details of a failed RPC's google.rpc.Status trailer.
-export function trailerDetails(error) {
-  const [raw] = error.metadata?.get("grpc-status-details-bin") ?? [];
-  return raw ? Status.decode(raw).details : [];
+// The typed error a promise rejected with, or null when it resolved.
+export async function rejection(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    return fromError(error);
+  }
+  return null;
 }
 
-// The ErrorInfo of a failed RPC, or null.
-export function trailerErrorInfo(error) {
-  return detailsErrorInfo(trailerDetails(error));
-}
-
-// The llmworker.v1.ToolRegistry client constructor (the server's internal listener), loaded
-// as toolService loads the ToolService.
-export function toolRegistry(options = {}) {
-  const definition = protoLoader.loadSync("llmworker/v1/tool_registry.proto", {
-    includeDirs: [protoRoot],
-    keepCase: true,
-    defaults: true,
-    ...options,
-  });
-  return grpc.loadPackageDefinition(definition).llmworker.v1.ToolRegistry;
+// Why error is not the SDK's typed error of reason (domain "llmworker": its class in
+// ERROR_CLASSES) with the gRPC code codeName, or null when it is.
+export function notTyped(error, codeName, reason) {
+  if (!(error instanceof LlmworkerError)) return `${String(error)}, want an LlmworkerError`;
+  if (error.codeName !== codeName) return `${failure(error)}, want ${codeName}`;
+  const Class = ERROR_CLASSES[reason];
+  if (error.reason !== reason || !Class || !(error instanceof Class)) {
+    return `reason ${show(error.reason)} (class ${error.constructor.name}), want ${reason} (${Class?.name})`;
+  }
+  return null;
 }

@@ -1,4 +1,5 @@
-// Checks TLS from Node.js against a server with TLS (or mTLS) on:
+// Checks TLS from Node.js through @llmworker/sdk (its ca, cert and key options) against a server
+// with TLS (or mTLS) on:
 // node tls.mjs HOST:PORT CA_FILE [CERT_FILE KEY_FILE] [--expect ok|refused|plaintext-refused]
 // The server's certificate is verified against CA_FILE for HOST; CERT_FILE/KEY_FILE are
 // presented when given. ok (the default): the listing has echo and echo answers. refused (a
@@ -9,8 +10,8 @@
 // exits 1; bad arguments exit 2.
 import fs from "node:fs";
 import net from "node:net";
-import grpc from "@grpc/grpc-js";
-import { toolService } from "./contract.mjs";
+import { LlmworkerError, createClient } from "@llmworker/sdk";
+import { failer, failure, rejection, show } from "./contract.mjs";
 
 const USAGE = "usage: node tls.mjs HOST:PORT CA_FILE [CERT_FILE KEY_FILE] [--expect ok|refused|plaintext-refused]";
 
@@ -37,47 +38,36 @@ function read(file) {
   }
 }
 
-function credentials() {
-  if (expect === "plaintext-refused") return grpc.credentials.createInsecure();
-  const [ca, key, cert] = [read(caFile), certFile ? read(keyFile) : null, certFile ? read(certFile) : null];
-  try {
-    return grpc.credentials.createSsl(ca, key, cert);
-  } catch (error) {
-    return usage(`${caFile}, ${certFile ?? "no CERT_FILE"}: ${error.message}`);
-  }
+// The client's TLS options: none for plaintext-refused; the CA, and the pair when given.
+function tlsOptions() {
+  if (expect === "plaintext-refused") return {};
+  return { ca: read(caFile), ...(certFile ? { cert: read(certFile), key: read(keyFile) } : {}) };
 }
 
-function fail(check, why) {
-  console.log(`FAIL tls ${check}: ${why}`);
-  process.exit(1);
+const fail = failer("tls ");
+let client;
+try {
+  client = createClient(target, { ...tlsOptions(), timeoutMs: 20000 });
+} catch (error) {
+  usage(`${caFile}, ${certFile ?? "no CERT_FILE"}: ${error.message}`);
 }
-
-const show = JSON.stringify;
-const ToolService = toolService();
-const client = new ToolService(target, credentials());
-const deadline = () => ({ deadline: Date.now() + 20000 });
-const call = (method, request) =>
-  new Promise((resolve, reject) =>
-    client[method](request, deadline(), (error, reply) => (error ? reject(error) : resolve(reply))),
-  );
-const failure = (error) => `${grpc.status[error.code]} ${show(error.details)}`;
 
 if (expect === "ok") {
   // 1. The listing, over TLS, has echo.
   let listed = null;
   try {
-    listed = await call("ListDefinitionsSorted", {});
+    listed = await client.listDefinitions();
   } catch (error) {
     fail("listing", failure(error));
   }
-  const names = listed.definitions.map((d) => d.name);
+  const names = listed.tools.map((d) => d.name);
   if (!names.includes("echo")) fail("listing", `names ${show(names)}, want echo among them`);
   console.log("OK tls listing");
 
   // 2. echo answers over TLS.
   let reply = null;
   try {
-    reply = await call("CallTool", { name: "echo", input_json: show({ text: "over tls" }) });
+    reply = await client.callTool("echo", { text: "over tls" });
   } catch (error) {
     fail("call echo", failure(error));
   }
@@ -100,14 +90,9 @@ if (expect === "ok") {
     probe.on("error", (error) => resolve(error));
   });
   if (unreachable) fail(check, `nothing accepts connections on ${target}: ${unreachable.message}`);
-  let error = null;
-  try {
-    await call("ListDefinitionsSorted", {});
-  } catch (caught) {
-    error = caught;
-  }
+  const error = await rejection(client.listDefinitions());
   if (!error) fail(check, "the server accepted the connection");
-  if (error.code !== grpc.status.UNAVAILABLE) fail(check, `${failure(error)}, want UNAVAILABLE`);
-  console.log(`OK tls ${check}: ${grpc.status[error.code]}`);
+  if (!(error instanceof LlmworkerError) || error.codeName !== "UNAVAILABLE" || error.reason !== "") fail(check, `${failure(error)}, want UNAVAILABLE`);
+  console.log(`OK tls ${check}: ${error.codeName}`);
 }
 client.close();
