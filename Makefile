@@ -18,7 +18,7 @@ INTEROP_NODE := tests/interop/node/node_modules/.package-lock.json
 SDK_TS_MODULES := sdk/typescript/node_modules/.package-lock.json
 SDK_TS_DIST := sdk/typescript/dist/index.js
 
-.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen sdk-ts sdk-ts-gen
+.PHONY: test lint typecheck imports docs unit proto proto-check buf-lint interop toolchains postgres mcp-conformance bench bench-paused bench-mcp bench-mcp-hop bench-search stress scale-test run clean sdk-go sdk-go-gen sdk-ts sdk-ts-gen polyglot
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(BUF): tools/package.json tools/package-lock.json | toolchains
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BUF)
 
-test: lint typecheck imports docs proto-check buf-lint interop sdk-go sdk-ts $(GHZ) unit mcp-conformance
+test: lint typecheck imports docs proto-check buf-lint interop polyglot sdk-go sdk-ts $(GHZ) unit mcp-conformance
 
 # The official MCP conformance suite's server scenarios against the MCP front, revisions
 # 2025-11-25 and 2026-07-28, with tests/conformance/expected-failures.yml as the baseline.
@@ -76,6 +76,12 @@ $(SDK_TS_DIST): $(SDK_TS_MODULES) sdk/typescript/tsconfig.json $(shell find sdk/
 	cd sdk/typescript && npx tsc -p tsconfig.json
 
 interop: $(INTEROP_GO) $(INTEROP_NODE) $(SDK_TS_DIST)
+
+# The Java and Rust clients of tests/polyglot (not committed; docs/java-rust.md): Maven from
+# Maven Central, Cargo from crates.io; Java 17+, Maven and Rust must be on PATH. buf is for the
+# test that runs the page's buf template.
+polyglot: $(BUF)
+	bash tests/polyglot/build.sh
 
 # The Go SDK (sdk/go): its generated package must be what proto/ gives now (a wire change
 # without `make sdk-go-gen` fails here), then go vet, and its tests with the race detector

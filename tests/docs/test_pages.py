@@ -21,7 +21,9 @@ from tests.grpc_support import REPO, serve
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<language>\S*)\s*$")
 # The languages a page may show; only python is run. A fence without one would hide code.
-LANGUAGES = frozenset({"python", "go", "ts", "sh", "json", "toml", "text"})
+LANGUAGES = frozenset(
+    {"python", "go", "ts", "sh", "json", "toml", "text", "xml", "java", "rust", "yaml"}
+)
 
 
 @dataclass(frozen=True)
