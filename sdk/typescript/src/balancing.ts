@@ -47,6 +47,8 @@ const WATCH_BACKOFF_MS = 1000;
 const WATCH_BACKOFF_MAX_MS = 30_000;
 // A name is resolved again after a replica became unreachable, at most this often.
 const RESOLVE_INTERVAL_MS = 30_000;
+// A replica whose address left the name keeps its connection this long for its calls.
+const DROPPED_GRACE_MS = 60_000;
 // Node's codes of a connection that never opened: a call that failed so was never sent.
 const NEVER_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOENT"]);
 
@@ -85,7 +87,7 @@ class Replica {
     options: TransportOptions,
     changed: () => void,
   ) {
-    ({ transport: this.transport, sessions: this.#sessions } = endpointTransport(endpoint, options));
+    ({ transport: this.transport, sessions: this.#sessions } = endpointTransport(endpoint, options, true));
     this.#changed = changed;
   }
 
@@ -112,8 +114,10 @@ class Replica {
     this.#set("unreachable", "closed");
   }
 
-  #set(state: State, why: string): void {
-    if (this.state === state && this.why === why) return;
+  /** The state and why; unchanged, the transport hears of it only when again (a watch that
+   * failed once more: the name may have moved). */
+  #set(state: State, why: string, again = false): void {
+    if (this.state === state && this.why === why && !again) return;
     this.state = state;
     this.why = why;
     this.#changed();
@@ -142,7 +146,7 @@ class Replica {
           this.#set("serving", "no health service");
           return;
         }
-        this.#set(answered ? "connecting" : "unreachable", failure.rawMessage || Code[failure.code]);
+        this.#set(answered ? "connecting" : "unreachable", failure.rawMessage || Code[failure.code], true);
       }
       // a watch that had answered is started again at once, unless it did so a moment ago
       if (answered && Date.now() - this.#reopenedAt > WATCH_BACKOFF_MS) {
@@ -156,7 +160,7 @@ class Replica {
   }
 }
 
-/** A pause of ms that an abort ends early (and rejects). */
+/** A pause of ms that an abort of signal ends early (and rejects). */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const aborted = (): void => {
@@ -179,6 +183,10 @@ export class BalancedTransport implements LlmworkerTransport {
   readonly #options: TransportOptions;
   readonly #retryable: Retryable;
   #replicas: Replica[] = [];
+  // replicas whose address left the name: closed after a grace, or by close()
+  readonly #dropped = new Set<Replica>();
+  readonly #closing = new AbortController();
+  #resolveTimer: NodeJS.Timeout | undefined;
   #next = 0;
   #started: Promise<void> | undefined;
   #resolvedAt = 0;
@@ -208,8 +216,24 @@ export class BalancedTransport implements LlmworkerTransport {
     let attempts = 0;
     let backoff = INITIAL_BACKOFF_MS;
     let transparent = true;
+    const pause = async (error: unknown): Promise<void> => {
+      const ms = Math.random() * backoff;
+      backoff = Math.min(backoff * RETRY_POLICY.backoffMultiplier, MAX_BACKOFF_MS);
+      if (deadline !== undefined && Date.now() + ms >= deadline) throw error;
+      // close() ends the pause too
+      await sleep(ms, signal ? AbortSignal.any([signal, this.#closing.signal]) : this.#closing.signal);
+    };
     for (;;) {
-      const replica = await this.#pick(signal, deadline);
+      let replica: Replica;
+      try {
+        replica = await this.#pick(signal, deadline);
+      } catch (error) {
+        // no replica serving for a moment: the call was not sent, so any call waits and
+        // tries again, as many times as a safe one would
+        if (this.#closed || !isUnavailable(error) || ++attempts >= RETRY_POLICY.maxAttempts) throw error;
+        await pause(error);
+        continue;
+      }
       try {
         return await replica.transport.unary(method, signal, this.#left(deadline), header, input, contextValues);
       } catch (error) {
@@ -223,10 +247,7 @@ export class BalancedTransport implements LlmworkerTransport {
         }
         attempts += 1;
         if (!safe || attempts >= RETRY_POLICY.maxAttempts) throw error;
-        const pause = Math.random() * backoff;
-        backoff = Math.min(backoff * RETRY_POLICY.backoffMultiplier, MAX_BACKOFF_MS);
-        if (deadline !== undefined && Date.now() + pause >= deadline) throw error;
-        await sleep(pause, signal);
+        await pause(error);
       }
     }
   }
@@ -252,7 +273,10 @@ export class BalancedTransport implements LlmworkerTransport {
   /** Stop the health checks and close every connection; calls fail from now on. */
   close(): void {
     this.#closed = true;
-    for (const replica of this.#replicas) replica.close(true);
+    this.#closing.abort();
+    clearTimeout(this.#resolveTimer);
+    for (const replica of [...this.#replicas, ...this.#dropped]) replica.close(true);
+    this.#dropped.clear();
     this.#wake();
   }
 
@@ -277,11 +301,25 @@ export class BalancedTransport implements LlmworkerTransport {
     const wake = this.#wake;
     this.#renew();
     wake();
-    if (this.#parsed.kind === "dns" && this.#replicas.some((replica) => replica.state === "unreachable") && Date.now() - this.#resolvedAt > RESOLVE_INTERVAL_MS) {
-      this.#resolving ??= this.#resolve()
-        .catch(() => {})
-        .finally(() => (this.#resolving = undefined));
+    if (this.#replicas.some((replica) => replica.state === "unreachable")) this.#resolveSoon();
+  }
+
+  /** A dns: target's name resolved again now, or when RESOLVE_INTERVAL_MS has passed since
+   * the last time (a replica may have moved: a rollout gives it a new address). */
+  #resolveSoon(): void {
+    if (this.#parsed.kind !== "dns" || this.#closed || this.#resolving || this.#resolveTimer) return;
+    const wait = this.#resolvedAt + RESOLVE_INTERVAL_MS - Date.now();
+    if (wait > 0) {
+      this.#resolveTimer = setTimeout(() => {
+        this.#resolveTimer = undefined;
+        this.#resolveSoon();
+      }, wait);
+      this.#resolveTimer.unref();
+      return;
     }
+    this.#resolving = this.#resolve()
+      .catch(() => {})
+      .finally(() => (this.#resolving = undefined));
   }
 
   /** The replicas of the target: its addresses, or those its name resolves to now; a
@@ -299,7 +337,7 @@ export class BalancedTransport implements LlmworkerTransport {
     if (this.#closed) return;
     const wanted = new Set(endpoints.map((endpoint) => endpoint.authority));
     const kept = this.#replicas.filter((replica) => wanted.has(replica.authority));
-    for (const replica of this.#replicas) if (!wanted.has(replica.authority)) replica.close(false);
+    for (const replica of this.#replicas) if (!wanted.has(replica.authority)) this.#drop(replica);
     for (const endpoint of endpoints) {
       if (kept.some((replica) => replica.authority === endpoint.authority)) continue;
       const replica = new Replica(endpoint.authority, endpoint, this.#options, () => this.#changed());
@@ -308,6 +346,17 @@ export class BalancedTransport implements LlmworkerTransport {
     }
     this.#replicas = kept;
     this.#changed();
+  }
+
+  /** Stop watching replica, whose address left the name; its calls have DROPPED_GRACE_MS to
+   * finish before its connection closes. */
+  #drop(replica: Replica): void {
+    replica.close(false);
+    this.#dropped.add(replica);
+    setTimeout(() => {
+      this.#dropped.delete(replica);
+      replica.close(true);
+    }, DROPPED_GRACE_MS).unref();
   }
 
   /** The next replica that says SERVING; while none does and some are still connecting,
@@ -327,6 +376,7 @@ export class BalancedTransport implements LlmworkerTransport {
         return serving[this.#next] as Replica;
       }
       if (!this.#replicas.some((replica) => replica.state === "connecting")) {
+        this.#resolveSoon(); // the name may have moved
         const states = this.#replicas.map((replica) => `${replica.authority} ${replica.state} (${replica.why})`).join(", ");
         throw new ConnectError(`no replica of ${this.#target} is serving: ${states || "the name has no address"}`, Code.Unavailable);
       }

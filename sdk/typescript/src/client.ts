@@ -2,7 +2,7 @@
 // batches with decisions, listings in provider formats, search and watch, each failure the
 // typed error of its reason.
 import { create } from "@bufbuild/protobuf";
-import { type Client, type Transport, createClient as connectClient } from "@connectrpc/connect";
+import { Code, type Client, type Transport, createClient as connectClient } from "@connectrpc/connect";
 
 import type { Attachment, CallDecision, CallResult, PausedBatch, PausedBatchSummary, ToolProgress } from "./gen/llmworker/v1/tool_service_pb.js";
 import {
@@ -17,7 +17,7 @@ import {
 import type { ToolDefinition } from "./gen/llmworker/v1/tool_pb.js";
 import { retryIsSafe } from "./balancing.js";
 import type { LlmworkerTransport, TransportOptions } from "./endpoint.js";
-import { fromError } from "./errors.js";
+import { LlmworkerError, fromError } from "./errors.js";
 import { openTransport } from "./transport.js";
 
 /** How to reach the server: TLS, a token, a deadline for every call, balancing. */
@@ -113,7 +113,9 @@ function resultOf(response: CallToolResponse): ToolResult {
 
 function outcomeOf(outcome: CallToolsResponse["outcome"]): Outcome {
   if (outcome.case === "paused") return { paused: outcome.value };
-  if (outcome.case !== "completed") return { completed: [] };
+  if (outcome.case !== "completed") {
+    throw new LlmworkerError(Code.Internal, "", "the server's answer has neither completed results nor a pause: is it an llmworker server?", {}, undefined);
+  }
   const { results, resultsMessageJson } = outcome.value;
   return resultsMessageJson ? { completed: results, message: JSON.parse(resultsMessageJson) } : { completed: results };
 }
@@ -137,6 +139,8 @@ export function createClient(target: string, options: ClientOptions = {}): Llmwo
 // How often, at most, a balancing client lists the tools to learn whether an unknown one
 // may be retried.
 const LEARN_INTERVAL_MS = 1000;
+// The longest that listing may take (a replica that accepts connections and never answers).
+const LEARN_TIMEOUT_MS = 5000;
 
 export class LlmworkerClient {
   readonly #transport: LlmworkerTransport;
@@ -179,9 +183,13 @@ export class LlmworkerClient {
    * balancing, a call of a tool annotated read-only or idempotent that fails UNAVAILABLE is
    * tried again on another replica. */
   async callTool(name: string, input: unknown = {}, options: CallOptions = {}): Promise<ToolResult> {
-    await this.#learn(name);
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const deadline = timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
+    await this.#learn(name, options.signal, deadline);
     const request = this.#request(name, input, options);
-    const response = await typed(this.#service.callTool(request, this.#call(options.signal, options.timeoutMs)));
+    // the call gets what is left of its deadline after learning (at least 1 ms: 0 is none)
+    const left = deadline === undefined ? timeoutMs : Math.max(1, deadline - Date.now());
+    const response = await typed(this.#service.callTool(request, this.#call(options.signal, left)));
     return resultOf(response);
   }
 
@@ -311,17 +319,33 @@ export class LlmworkerClient {
   }
 
   /** Balancing: learn from a listing whether the tool name may be retried, unless known (or
-   * listed within the last second). A failed listing leaves the call unretried. */
-  async #learn(name: string): Promise<void> {
+   * listed within the last second). The listing is shared by the calls that wait for it,
+   * and bounded; each waits no longer than its own deadline or signal. A failed or late
+   * listing leaves the call unretried. */
+  async #learn(name: string, signal: AbortSignal | undefined, deadline: number | undefined): Promise<void> {
     if (!this.#balancing || this.#retrySafe.has(name) || Date.now() - this.#learnedAt < LEARN_INTERVAL_MS) return;
     this.#learning ??= this.#service
-      .listDefinitionsSorted({}, this.#call())
+      .listDefinitionsSorted({}, { timeoutMs: LEARN_TIMEOUT_MS })
       .then((response) => void this.#definitionsOf(response))
       .catch(() => {})
       .finally(() => {
         this.#learnedAt = Date.now();
         this.#learning = undefined;
       });
-    await this.#learning;
+    let timer: NodeJS.Timeout | undefined;
+    let aborted: (() => void) | undefined;
+    try {
+      await Promise.race([
+        this.#learning,
+        new Promise<void>((resolve) => {
+          if (deadline !== undefined) timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+          aborted = resolve;
+          signal?.addEventListener("abort", aborted, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (aborted) signal?.removeEventListener("abort", aborted);
+    }
   }
 }

@@ -133,9 +133,13 @@ export function checkOptions(options: TransportOptions): void {
   }
 }
 
+// A balancing client's replicas ping their connections this often and give up on one whose
+// ping is not answered in time, so a replica gone without a TCP reset is noticed.
+const KEEPALIVE = { pingIntervalMs: 30_000, pingTimeoutMs: 15_000 } as const;
+
 /** Connect's gRPC transport to one endpoint, with its HTTP/2 connection's manager (to close
- * it). */
-export function endpointTransport(endpoint: Endpoint, options: TransportOptions): { transport: Transport; sessions: Http2SessionManager } {
+ * it); keepalive pings the connection (a balancing client's replicas). */
+export function endpointTransport(endpoint: Endpoint, options: TransportOptions, keepalive = false): { transport: Transport; sessions: Http2SessionManager } {
   checkOptions(options);
   const secure = options.ca !== undefined || options.cert !== undefined || options.key !== undefined;
   if (secure && endpoint.socket) throw new TypeError(`unix:${endpoint.socket}: TLS over a Unix socket is not supported; leave out ca, cert and key`);
@@ -146,7 +150,7 @@ export function endpointTransport(endpoint: Endpoint, options: TransportOptions)
     : secure
       ? { ca: options.ca, cert: options.cert, key: options.key, ...(endpoint.servername ? { servername: endpoint.servername } : {}) }
       : {};
-  const sessions = new Http2SessionManager(baseUrl, {}, nodeOptions);
+  const sessions = new Http2SessionManager(baseUrl, keepalive ? KEEPALIVE : {}, nodeOptions);
   const interceptors: Interceptor[] = [unavailableAsGrpcSays(sessions)];
   const token = options.token;
   if (token) {

@@ -43,5 +43,9 @@ export function openTransport(target: string, options: TransportOptions, retryab
  *
  * Its failures are Connect's ConnectError; fromError gives the typed error of one. */
 export function createServiceClient<S extends DescService>(service: S, target: string | Transport, options: TransportOptions = {}): Client<S> {
+  if (typeof target === "string" && options.balancing) {
+    // its health watches would keep the process alive, and a Connect client cannot close them
+    throw new TypeError("balancing needs a transport you can close: give createTransport(target, { balancing: true }) here, and close() it when done");
+  }
   return connectClient(service, typeof target === "string" ? createTransport(target, options) : target);
 }

@@ -4,6 +4,7 @@
 // TypeScript providers (ToolService and grpc.health.v1 Health) and servers made here.
 import assert from "node:assert/strict";
 import http2 from "node:http2";
+import net from "node:net";
 import { test } from "node:test";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
@@ -18,6 +19,7 @@ import {
   ServingStatus,
   ToolService,
   createClient,
+  createServiceClient,
   defineTool,
   retryIsSafe,
 } from "../dist/index.js";
@@ -202,4 +204,26 @@ test("dns:/// resolves every address of the name", async () => {
     await a.provider.stop();
   }
   await assert.rejects(client.callTool("who"), (error) => error instanceof LlmworkerError && /closed/.test(error.message));
+});
+
+test("a call's deadline and signal bound it while the client learns the tools' annotations", async () => {
+  // a replica that takes connections and never speaks HTTP/2: listing and health never answer
+  const sockets = new Set();
+  const silent = net.createServer((socket) => sockets.add(socket));
+  await new Promise((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const client = createClient(`ipv4:127.0.0.1:${silent.address().port}`, { balancing: true });
+  try {
+    const started = Date.now();
+    await assert.rejects(client.callTool("who", {}, { timeoutMs: 300 }), (error) => error instanceof LlmworkerError && error.codeName === "DEADLINE_EXCEEDED");
+    await assert.rejects(client.callTool("who", {}, { signal: AbortSignal.timeout(300) }), (error) => error instanceof LlmworkerError && error.codeName === "CANCELLED");
+    assert.ok(Date.now() - started < 4000, "the calls waited for the listing's own 5 s bound");
+  } finally {
+    client.close();
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  }
+});
+
+test("createServiceClient refuses a balancing target it could not close", () => {
+  assert.throws(() => createServiceClient(Health, "ipv4:127.0.0.1:1,127.0.0.1:2", { balancing: true }), /createTransport/);
 });
