@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,44 @@ def assert_checks(output: str, checks: list[str]) -> None:
     assert "FAIL" not in output, output
     for check in checks:
         assert f"\nOK {check}" in f"\n{output}", f"no 'OK {check}' in:\n{output}"
+
+
+@dataclass(frozen=True)
+class PolyglotClient:
+    """A client of tests/polyglot: the file make polyglot builds, the command that runs it,
+    and the checks every run of it prints."""
+
+    built: Path
+    command: tuple[str, ...]
+    checks: tuple[str, ...]
+
+    async def run(self, *arguments: str) -> str:
+        require_built(self.built)
+        return await run(*self.command, *arguments)
+
+
+JAR = REPO / "tests/polyglot/java/target/llmworker-polyglot.jar"
+JAVA = PolyglotClient(
+    JAR,
+    ("java", "-jar", str(JAR)),
+    (
+        "google.rpc.Status from proto-google-common-protos",
+        "list sorted definitions",
+        "call echo",
+        "unknown tool: ErrorInfo from StatusProto.fromThrowable",
+        "deadline: DEADLINE_EXCEEDED, and the tool cancelled",
+        "batch: a result and a per-call google.rpc.Status",
+        "service config: round_robin, health checks, retries",
+    ),
+)
+RUST_BINARY = REPO / "tests/polyglot/rust/target/debug/llmworker-polyglot"
+RUST = PolyglotClient(
+    RUST_BINARY,
+    (str(RUST_BINARY),),
+    (
+        "list sorted definitions",
+        "call echo",
+        "unknown tool: ErrorInfo from StatusExt",
+        "batch: a result and a per-call tonic_types::pb::Status",
+    ),
+)
