@@ -160,6 +160,25 @@ public final class PolyglotClient {
   }
 
   /** The failure a call must end with: its status, or a Mismatch when it succeeded. */
+  /** An echo on channel fails UNAVAILABLE (the handshake refused it); channel is then shut down. */
+  private static String refused(ManagedChannel channel, String what) throws Exception {
+    try {
+      StatusRuntimeException error =
+          failure(
+              () ->
+                  ToolServiceGrpc.newBlockingStub(channel)
+                      .withDeadlineAfter(10, TimeUnit.SECONDS)
+                      .callTool(call("", "echo", "{\"text\": \"x\"}"))
+                      .getOutput());
+      require(
+          error.getStatus().getCode() == Status.Code.UNAVAILABLE,
+          what + " answered " + error.getStatus());
+    } finally {
+      channel.shutdownNow();
+    }
+    return "";
+  }
+
   private static StatusRuntimeException failure(Check call) throws Exception {
     try {
       String answer = call.run();
@@ -444,21 +463,7 @@ public final class PolyglotClient {
                     InsecureChannelCredentials.create(),
                     serviceConfig(SERVICE, false),
                     token);
-            try {
-              StatusRuntimeException error =
-                  failure(
-                      () ->
-                          ToolServiceGrpc.newBlockingStub(plaintext)
-                              .withDeadlineAfter(10, TimeUnit.SECONDS)
-                              .callTool(call("", "echo", "{\"text\": \"x\"}"))
-                              .getOutput());
-              require(
-                  error.getStatus().getCode() == Status.Code.UNAVAILABLE,
-                  "plaintext answered " + error.getStatus());
-            } finally {
-              plaintext.shutdownNow();
-            }
-            return "";
+            return refused(plaintext, "plaintext");
           });
     }
 
@@ -472,21 +477,7 @@ public final class PolyglotClient {
                     TlsChannelCredentials.newBuilder().trustManager(new File(ca)).build(),
                     serviceConfig(SERVICE, false),
                     token);
-            try {
-              StatusRuntimeException error =
-                  failure(
-                      () ->
-                          ToolServiceGrpc.newBlockingStub(anonymous)
-                              .withDeadlineAfter(10, TimeUnit.SECONDS)
-                              .callTool(call("", "echo", "{\"text\": \"x\"}"))
-                              .getOutput());
-              require(
-                  error.getStatus().getCode() == Status.Code.UNAVAILABLE,
-                  "without a client certificate: " + error.getStatus());
-            } finally {
-              anonymous.shutdownNow();
-            }
-            return "";
+            return refused(anonymous, "without a client certificate");
           });
     }
   }
